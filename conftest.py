@@ -1,0 +1,11 @@
+"""The root conftest only lists the suite's plugins (fixtures/); logic lives in src/llmval."""
+
+pytest_plugins = [
+    "fixtures.options",
+    "fixtures.evidence",
+    "fixtures.targets",
+    "fixtures.hosts",
+    "fixtures.serving",
+    "fixtures.launch",
+    "fixtures.reporting",
+]

@@ -1,0 +1,81 @@
+"""Errors raised when the suite could not *check* something.
+
+A deployment that breaks its contract is a plain failed assertion in a test. These exceptions mean
+the suite could not judge: bad input, an unreachable host, output it cannot parse, a stack that never
+became ready. They surface as ERROR (or a usage error), never as a pass or a skip.
+
+    LlmvalError
+     ├── InventoryError      the inventory file is missing, malformed or invalid (file, key path, reason)
+     ├── ParseError          host or engine output is not in the expected format (source, line, excerpt)
+     ├── HostError           a command on a host could not be run to completion
+     │    ├── HostUnreachable    the transport could not connect
+     │    ├── CommandTimeout     the command ran past its timeout and was killed
+     │    └── CommandFailed      the command exited non-zero where success was required
+     ├── EndpointError       an HTTP endpoint did not answer usefully (status, body excerpt)
+     ├── ReplayMiss          --replay has no recorded answer for a command or request
+     └── NotReady            a stack did not become ready (what, deadline, last observation)
+"""
+
+from __future__ import annotations
+
+
+class LlmvalError(Exception):
+    """Base class: the suite could not check something."""
+
+
+class InventoryError(LlmvalError):
+    """The inventory is unreadable or invalid; the message names the file and key path."""
+
+    def __init__(self, path: str, problems: list[tuple[str, str]]):
+        self.path = path
+        self.problems = problems
+        lines = [f"invalid inventory {path}:"]
+        lines += [f"  {where or '<top level>'}: {reason}" for where, reason in problems]
+        super().__init__("\n".join(lines))
+
+
+class ParseError(LlmvalError):
+    """Output that should follow a known format does not."""
+
+    def __init__(self, source: str, reason: str, excerpt: str = ""):
+        self.source = source
+        self.reason = reason
+        self.excerpt = excerpt
+        message = f"cannot parse {source}: {reason}"
+        if excerpt:
+            message += f"\n  excerpt: {excerpt[:300]!r}"
+        super().__init__(message)
+
+
+class HostError(LlmvalError):
+    """A command on a host could not be run to completion."""
+
+    def __init__(self, host: str, command: str, reason: str):
+        self.host = host
+        self.command = command
+        self.reason = reason
+        super().__init__(f"[{host}] {reason}\n  command: {command[:300]}")
+
+
+class HostUnreachable(HostError):
+    """The transport to the host could not connect."""
+
+
+class CommandTimeout(HostError):
+    """The command ran past its timeout and was killed."""
+
+
+class CommandFailed(HostError):
+    """The command exited non-zero where success was required."""
+
+
+class EndpointError(LlmvalError):
+    """An HTTP endpoint did not answer usefully."""
+
+
+class ReplayMiss(LlmvalError):
+    """A replayed run asked for something the recording does not hold."""
+
+
+class NotReady(LlmvalError):
+    """A stack did not become ready before its deadline, or crashed or hung on the way."""

@@ -1,0 +1,191 @@
+"""HTTP clients for serving endpoints, with recording and replay behind httpx's transport layer.
+
+Foreign errors (httpx's) are translated to `EndpointError` here, at one boundary, so a check that
+cannot reach its endpoint says which endpoint, which URL and why.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+
+from .contract import redact
+from .errors import EndpointError
+from .recording import HttpExchange, Recorder, Replay, body_key
+
+RECORDED_HEADERS = {"content-type", "content-length"}
+
+
+def _exchange(request: httpx.Request, response: httpx.Response | None, body: bytes, elapsed_s: float,
+              error: str | None = None) -> HttpExchange:
+    request_body = request.content
+    return HttpExchange(
+        method=request.method,
+        url=str(request.url),
+        request_body_sha256=body_key(request_body),
+        request_body=redact(request_body.decode("utf-8", "replace"))[:20000],
+        status=response.status_code if response is not None else 0,
+        headers=[(k, v) for k, v in (response.headers.items() if response is not None else [])
+                 if k.lower() in RECORDED_HEADERS],
+        body_b64=base64.b64encode(body).decode("ascii"),
+        elapsed_s=round(elapsed_s, 4),
+        error=error,
+    )
+
+
+class _TeeStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, on_close):
+        self._inner, self._on_close, self._chunks = inner, on_close, []
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            self._chunks.append(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+        self._on_close(b"".join(self._chunks))
+
+
+class _AsyncTeeStream(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream, on_close):
+        self._inner, self._on_close, self._chunks = inner, on_close, []
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._chunks.append(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+        self._on_close(b"".join(self._chunks))
+
+
+class RecordingTransport(httpx.BaseTransport):
+    """Passes requests to `inner` and records each exchange once its body has been read."""
+
+    def __init__(self, inner: httpx.BaseTransport, recorder: Recorder):
+        self._inner, self._recorder = inner, recorder
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        started = time.monotonic()
+        try:
+            response = self._inner.handle_request(request)
+        except httpx.TransportError as error:
+            self._recorder.http(_exchange(request, None, b"", time.monotonic() - started, repr(error)))
+            raise
+        response.stream = _TeeStream(
+            response.stream,
+            lambda body: self._recorder.http(_exchange(request, response, body, time.monotonic() - started)),
+        )
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class AsyncRecordingTransport(httpx.AsyncBaseTransport):
+    """The async twin of RecordingTransport."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, recorder: Recorder):
+        self._inner, self._recorder = inner, recorder
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        started = time.monotonic()
+        try:
+            response = await self._inner.handle_async_request(request)
+        except httpx.TransportError as error:
+            self._recorder.http(_exchange(request, None, b"", time.monotonic() - started, repr(error)))
+            raise
+        response.stream = _AsyncTeeStream(
+            response.stream,
+            lambda body: self._recorder.http(_exchange(request, response, body, time.monotonic() - started)),
+        )
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _replayed(replay: Replay, request: httpx.Request) -> httpx.Response:
+    exchange = replay.http(request.method, str(request.url), request.read())
+    if exchange.error is not None:
+        raise httpx.ConnectError(f"(replayed) {exchange.error}", request=request)
+    return httpx.Response(exchange.status, headers=exchange.headers, content=exchange.body, request=request)
+
+
+class ReplayTransport(httpx.BaseTransport):
+    """Answers requests from a recording; never touches the network."""
+
+    def __init__(self, replay: Replay):
+        self._replay = replay
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return _replayed(self._replay, request)
+
+
+class AsyncReplayTransport(httpx.AsyncBaseTransport):
+    """The async twin of ReplayTransport."""
+
+    def __init__(self, replay: Replay):
+        self._replay = replay
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return _replayed(self._replay, request)
+
+
+def _headers(api_key_env: str | None) -> dict[str, str]:
+    key = os.environ.get(api_key_env, "") if api_key_env else ""
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def make_client(base_url: str, *, api_key_env: str | None = None, timeout_s: float = 60,
+                recorder: Recorder | None = None, replay: Replay | None = None) -> httpx.Client:
+    """A client for one endpoint: live, recording, or replaying."""
+    transport: httpx.BaseTransport
+    if replay is not None:
+        transport = ReplayTransport(replay)
+    else:
+        transport = httpx.HTTPTransport(retries=0)
+        if recorder is not None:
+            transport = RecordingTransport(transport, recorder)
+    return httpx.Client(base_url=base_url, headers=_headers(api_key_env), transport=transport,
+                        timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)))
+
+
+def make_async_client(base_url: str, *, api_key_env: str | None = None, timeout_s: float = 60,
+                      recorder: Recorder | None = None, replay: Replay | None = None,
+                      max_connections: int = 256) -> httpx.AsyncClient:
+    """The async twin of make_client, for load generation."""
+    transport: httpx.AsyncBaseTransport
+    if replay is not None:
+        transport = AsyncReplayTransport(replay)
+    else:
+        transport = httpx.AsyncHTTPTransport(retries=0, limits=httpx.Limits(max_connections=max_connections))
+        if recorder is not None:
+            transport = AsyncRecordingTransport(transport, recorder)
+    return httpx.AsyncClient(base_url=base_url, headers=_headers(api_key_env), transport=transport,
+                             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)))
+
+
+def get_json(client: httpx.Client, path: str, *, endpoint: str, method: str = "GET",
+             json_body: object | None = None) -> object:
+    """GET (or POST) `path` and return its JSON, or raise EndpointError saying what came back."""
+    try:
+        response = client.request(method, path, json=json_body)
+    except httpx.TimeoutException as error:
+        raise EndpointError(f"[{endpoint}] {method} {client.base_url}{path}: no answer within the timeout "
+                            f"({type(error).__name__})") from error
+    except httpx.TransportError as error:
+        raise EndpointError(f"[{endpoint}] {method} {client.base_url}{path}: {type(error).__name__}: {error}") from error
+    if response.status_code >= 400:
+        raise EndpointError(f"[{endpoint}] {method} {path}: HTTP {response.status_code}: {response.text[:300]!r}")
+    try:
+        return response.json()
+    except ValueError as error:
+        raise EndpointError(f"[{endpoint}] {method} {path}: HTTP {response.status_code} but not JSON: "
+                            f"{response.text[:300]!r}") from error

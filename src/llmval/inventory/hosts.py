@@ -1,0 +1,196 @@
+"""What the inventory says about hosts: how to reach them and what must be true on them."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from ._base import Spec
+
+
+class LocalTransport(Spec):
+    """Commands run on this machine."""
+
+    kind: Literal["local"] = "local"
+
+
+class SshTransport(Spec):
+    """Commands run over one multiplexed ssh connection."""
+
+    kind: Literal["ssh"] = "ssh"
+    address: str
+    """Host name or IP address."""
+    user: str = "root"
+    port: int = Field(22, ge=1, le=65535)
+    identity_file: str | None = None
+    ssh_config: str | None = None
+    """An ssh_config file to use instead of ~/.ssh/config."""
+    password_env: str | None = None
+    """Name of the environment variable holding a password, if one is needed; never the password."""
+
+
+class DockerTransport(Spec):
+    """Commands run inside a docker container (docker exec), on this machine or on `via` over ssh."""
+
+    kind: Literal["docker"] = "docker"
+    container: str
+    via: str | None = None
+    """Name of another host in the inventory that runs the docker daemon; this machine when absent."""
+
+
+class PctTransport(Spec):
+    """Commands run inside a Proxmox LXC container: ssh to the node, then `pct exec <id> -- sh -c ...`."""
+
+    kind: Literal["pct"] = "pct"
+    via: str
+    """Name of the Proxmox node's host entry (an ssh host) in this inventory."""
+    container: int = Field(ge=100)
+    """The LXC container id (vmid)."""
+
+
+Transport = Annotated[
+    LocalTransport | SshTransport | DockerTransport | PctTransport, Field(discriminator="kind")
+]
+
+
+class GpuSpec(Spec):
+    """The GPUs a host must show in nvidia-smi."""
+
+    count: int = Field(ge=0)
+    name: str | None = None
+    """Exact product name as nvidia-smi prints it."""
+    compute_capability: str | None = Field(None, pattern=r"^\d+\.\d+$")
+    """As `nvidia-smi --query-gpu=compute_cap` prints it: 12.0 for RTX PRO 6000, 12.1 for GB10."""
+    driver_min: str | None = Field(None, pattern=r"^\d+(\.\d+)*$")
+    cuda_version: str | None = Field(None, pattern=r"^\d+\.\d+$")
+    """The CUDA version the driver reports (nvidia-smi header)."""
+    memory: Literal["reported", "not_reported"] = "reported"
+    """GB10 (unified memory) reports memory.total as [N/A]; say `not_reported` to accept that."""
+    memory_total_mib_min: int | None = None
+    uuids: list[str] | None = None
+    """Exact set of GPU UUIDs, where the split matters."""
+    bus_ids: list[str] | None = None
+    """Exact set of PCI bus ids, where the split matters (nvidia-smi form, 00000000:01:00.0)."""
+
+
+class GuestSplit(Spec):
+    """GPUs a Proxmox guest (LXC container or VM) must own, by PCI bus id."""
+
+    id: int = Field(ge=100)
+    kind: Literal["lxc", "vm"]
+    bus_ids: list[str]
+    """Bus ids of the GPUs passed to this guest."""
+    driver: Literal["nvidia", "vfio-pci"]
+    """Kernel driver the host must have bound to these GPUs (nvidia for LXC, vfio-pci for a VM)."""
+
+
+class ProxmoxSpec(Spec):
+    """The GPU split of a Proxmox node between its guests."""
+
+    guests: list[GuestSplit]
+
+
+class InterfaceSpec(Spec):
+    """A network interface that must be up with an address in a subnet."""
+
+    name: str
+    subnet: str
+    """CIDR, e.g. 192.168.200.0/24."""
+    kind: Literal["ethernet", "roce", "ib", "loopback"] = "ethernet"
+
+    @model_validator(mode="after")
+    def _subnet_is_cidr(self) -> InterfaceSpec:
+        ipaddress.ip_network(self.subnet, strict=False)
+        return self
+
+
+class EnvSpec(Spec):
+    """Environment the serving process must have, read from where it is declared."""
+
+    source: str
+    """Where to read it: `systemd:<unit>`, `docker:<container>`, or `process:<pgrep -f pattern>`."""
+    required: dict[str, str] = {}
+    """Variables that must be set to exactly these values."""
+    forbidden: list[str] = []
+    """Variables that must not be set."""
+
+
+class NcclSpec(Spec):
+    """What NCCL's INFO log must prove about the transport."""
+
+    log: str
+    """Where the log is: `file:<path>`, `journal:<unit>`, or `docker:<container>`."""
+    expect_transport: Literal["ib", "socket", "shm", "p2p"]
+    """The inter-rank transport the log must show (ib: NET/IB or NET/IBext_*)."""
+    forbid: list[Literal["ib", "socket", "shm", "p2p"]] = []
+    """Transports that must not appear."""
+    p2p_disabled: bool = False
+    """The log must show `NCCL_P2P_DISABLE set by environment to 1`."""
+
+
+class ServiceSpec(Spec):
+    """A systemd unit or docker container that must (or must not) be running."""
+
+    kind: Literal["systemd", "docker"]
+    name: str
+    state: Literal["running", "absent"] = "running"
+    """`absent`: must not be running (e.g. the stale GLM container)."""
+    enabled: bool | None = None
+    """systemd only: must be enabled (starts after a reboot)."""
+    image: str | None = None
+    """docker only: the image the container must run from."""
+    why: str = ""
+    """Why this matters, quoted in the failure message."""
+
+
+class ModelFileSpec(Spec):
+    """Model files that must exist, identical on every host that declares the same group."""
+
+    path: str
+    group: str | None = None
+    """Hosts naming the same group must hold byte-identical files (size and sha256)."""
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    """Expected sha256 of a single file, when `path` is a file."""
+    min_bytes: int | None = None
+
+
+class RaySpec(Spec):
+    """A Ray cluster this host is the head of."""
+
+    alive_nodes: int = Field(ge=1)
+    gpus_per_node: float = Field(1, ge=0)
+    address: str | None = None
+    run_in: str | None = None
+    """`docker:<container>` when ray lives inside a container on this host."""
+
+
+class GpuProcessSpec(Spec):
+    """Which processes may hold /dev/nvidia* on this host."""
+
+    allowed: list[str] = []
+    """Process-name substrings allowed to hold the GPUs while the stack is up."""
+
+
+class HostSpec(Spec):
+    """One host: how to reach it and what must be true on it."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    platform: str
+    """Name of the platform (a group of hosts serving together) this host belongs to."""
+    role: str = ""
+    transport: Transport = LocalTransport()
+    timeout_s: float = Field(20, gt=0, le=3600)
+    """Per-command timeout; a host that hangs fails its checks after this, without blocking others."""
+    gpus: GpuSpec | None = None
+    proxmox: ProxmoxSpec | None = None
+    interfaces: list[InterfaceSpec] = []
+    env: EnvSpec | None = None
+    nccl: NcclSpec | None = None
+    services: list[ServiceSpec] = []
+    model_files: list[ModelFileSpec] = []
+    ray: RaySpec | None = None
+    gpu_processes: GpuProcessSpec | None = None
+    smoke: bool = True
+    """Include this host in smoke runs."""

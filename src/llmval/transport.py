@@ -1,0 +1,213 @@
+"""Run commands on inventory hosts through pytest-testinfra, always with a timeout.
+
+testinfra's backends all end in `run_local` (ssh and docker build a local command line), and
+`run_local` waits forever. `_Bounded` replaces it with a run that kills the whole process group at
+the deadline, so a hung `nvidia-smi` or a black-holed ssh fails that host's check in `timeout_s`
+without blocking the others. The Proxmox `pct` backend is ssh to the node, then
+`pct exec <id> -- /bin/sh -c <command>` there.
+
+    >>> conn = connect(HostSpec(name="me", platform="p"))
+    >>> conn.run("echo hi").stdout
+    'hi\\n'
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from typing import Any
+
+import testinfra
+import testinfra.backend
+from testinfra.backend.base import CommandResult as TestinfraResult
+from testinfra.backend.docker import DockerBackend
+from testinfra.backend.local import LocalBackend
+from testinfra.backend.ssh import SshBackend
+
+from .errors import CommandFailed, CommandTimeout, HostUnreachable
+from .inventory import HostSpec, Inventory
+from .recording import CommandResult, Recorder, Replay
+
+SSH_UNREACHABLE_RC = 255
+
+
+class _Timeout(Exception):
+    def __init__(self, stdout: bytes, stderr: bytes):
+        self.stdout, self.stderr = stdout, stderr
+
+
+class _Bounded:
+    """Mixin for testinfra backends: `run_local` with a deadline that kills the process group."""
+
+    timeout_s: float = 20.0
+
+    def run_local(self, command: str, *args: str) -> TestinfraResult:
+        cmd = self.encode(self.quote(command, *args))  # type: ignore[attr-defined]
+        process = subprocess.Popen(
+            cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = process.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            stdout, stderr = process.communicate()
+            raise _Timeout(stdout, stderr) from None
+        return self.result(process.returncode, cmd, stdout, stderr)  # type: ignore[attr-defined]
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class BoundedLocalBackend(_Bounded, LocalBackend):
+    NAME = "llmval-local"
+
+
+class BoundedSshBackend(_Bounded, SshBackend):
+    NAME = "llmval-ssh"
+
+
+class BoundedDockerBackend(_Bounded, DockerBackend):
+    NAME = "llmval-docker"
+
+
+class PctBackend(_Bounded, SshBackend):
+    """ssh to a Proxmox node, then `pct exec <container> -- /bin/sh -c <command>`."""
+
+    NAME = "pct"
+
+    def __init__(self, hostspec: str, container: str | int, *args: Any, **kwargs: Any):
+        self.container = str(container)
+        super().__init__(hostspec, *args, **kwargs)
+
+    def get_pytest_id(self) -> str:
+        return f"pct://{self.host.name}?container={self.container}"
+
+    def run(self, command: str, *args: str, **kwargs: Any) -> TestinfraResult:
+        inner = self.get_command(command, *args)
+        return self.run_ssh(self.quote("pct exec %s -- /bin/sh -c %s", self.container, inner))
+
+
+class _DockerViaSsh(_Bounded, SshBackend):
+    """`docker exec` inside a container of a remote docker host, over ssh."""
+
+    NAME = "llmval-docker-ssh"
+
+    def __init__(self, hostspec: str, container: str, *args: Any, **kwargs: Any):
+        self.container = container
+        super().__init__(hostspec, *args, **kwargs)
+
+    def run(self, command: str, *args: str, **kwargs: Any) -> TestinfraResult:
+        inner = self.get_command(command, *args)
+        return self.run_ssh(self.quote("docker exec %s /bin/sh -c %s", self.container, inner))
+
+
+# Registered so that `--hosts=pct://root@node?container=129` works for plain testinfra users too.
+testinfra.backend.BACKENDS.setdefault("pct", f"{__name__}.PctBackend")
+
+
+def _ssh_kwargs(spec: HostSpec, timeout_s: float) -> dict[str, Any]:
+    transport = spec.transport
+    kwargs: dict[str, Any] = {
+        "ssh_extra_args": " ".join([
+            "-o BatchMode=yes", f"-o ConnectTimeout={max(1, int(timeout_s))}",
+            "-o ServerAliveInterval=5", "-o ServerAliveCountMax=2", "-o StrictHostKeyChecking=accept-new",
+        ]),
+        "controlpersist": 120,
+    }
+    if transport.identity_file:  # type: ignore[union-attr]
+        kwargs["ssh_identity_file"] = os.path.expanduser(transport.identity_file)  # type: ignore[union-attr]
+    if transport.ssh_config:  # type: ignore[union-attr]
+        kwargs["ssh_config"] = os.path.expanduser(transport.ssh_config)  # type: ignore[union-attr]
+    return kwargs
+
+
+def _ssh_hostspec(spec: HostSpec) -> str:
+    t = spec.transport
+    return f"{t.user}@{t.address}:{t.port}"  # type: ignore[union-attr]
+
+
+def _backend(spec: HostSpec, inventory: Inventory | None) -> _Bounded:
+    transport = spec.transport
+    timeout_s = spec.timeout_s
+    backend: _Bounded
+    if transport.kind == "local":
+        backend = BoundedLocalBackend()
+    elif transport.kind == "ssh":
+        backend = BoundedSshBackend(_ssh_hostspec(spec), **_ssh_kwargs(spec, timeout_s))
+    elif transport.kind == "docker" and transport.via is None:
+        backend = BoundedDockerBackend(transport.container)
+    else:
+        if inventory is None:
+            raise ValueError(f"[{spec.name}] transport.via needs the inventory to resolve it")
+        node = inventory.host(transport.via)  # type: ignore[union-attr]
+        if node.transport.kind != "ssh":
+            raise ValueError(f"[{spec.name}] transport.via '{node.name}' must be an ssh host")
+        cls = PctBackend if transport.kind == "pct" else _DockerViaSsh
+        backend = cls(_ssh_hostspec(node), transport.container, **_ssh_kwargs(node, timeout_s))  # type: ignore[union-attr]
+    backend.timeout_s = timeout_s
+    return backend
+
+
+class Connection:
+    """Commands on one inventory host: bounded, recorded when asked, or replayed."""
+
+    def __init__(self, spec: HostSpec, *, inventory: Inventory | None = None,
+                 recorder: Recorder | None = None, replay: Replay | None = None):
+        self.spec = spec
+        self.name = spec.name
+        self._recorder = recorder
+        self._replay = replay
+        self._backend = None if replay is not None else _backend(spec, inventory)
+        self.testinfra_host = None if self._backend is None else testinfra.host.Host(self._backend)
+
+    def __repr__(self) -> str:
+        return f"Connection({self.name!r}, {self.spec.transport.kind})"
+
+    def run(self, command: str, *, timeout_s: float | None = None) -> CommandResult:
+        """Run `command` (a shell string); never raises for a non-zero exit, only for no answer."""
+        if self._replay is not None:
+            result = self._replay.command(self.name, command)
+        else:
+            result = self._run_live(command, timeout_s or self.spec.timeout_s)
+        if self._recorder is not None and self._replay is None:
+            self._recorder.command(result)
+        if result.timed_out:
+            raise CommandTimeout(self.name, command, f"no answer within {timeout_s or self.spec.timeout_s:g} s "
+                                 f"(killed); stderr so far: {result.stderr[-300:]!r}")
+        if self.spec.transport.kind in {"ssh", "pct"} and result.rc == SSH_UNREACHABLE_RC:
+            raise HostUnreachable(self.name, command, f"ssh failed (rc 255): {result.stderr.strip()[-300:]}")
+        return result
+
+    def _run_live(self, command: str, timeout_s: float) -> CommandResult:
+        assert self._backend is not None and self.testinfra_host is not None
+        self._backend.timeout_s = timeout_s
+        started = time.monotonic()
+        try:
+            out = self.testinfra_host.run(command)
+        except _Timeout as timeout:
+            return CommandResult(self.name, command, -9, timeout.stdout.decode("utf-8", "replace"),
+                                 timeout.stderr.decode("utf-8", "replace"),
+                                 round(time.monotonic() - started, 3), timed_out=True)
+        return CommandResult(self.name, command, out.rc, out.stdout, out.stderr,
+                             round(time.monotonic() - started, 3))
+
+    def check_output(self, command: str, *, timeout_s: float | None = None) -> str:
+        """stdout of `command`, or CommandFailed naming the host, command, rc and stderr."""
+        __tracebackhide__ = True
+        result = self.run(command, timeout_s=timeout_s)
+        if result.rc != 0:
+            raise CommandFailed(self.name, command, f"exit code {result.rc}: {result.stderr.strip()[-400:]}")
+        return result.stdout
+
+
+def connect(spec: HostSpec, *, inventory: Inventory | None = None, recorder: Recorder | None = None,
+            replay: Replay | None = None) -> Connection:
+    """A connection to the inventory host `spec`."""
+    return Connection(spec, inventory=inventory, recorder=recorder, replay=replay)
