@@ -44,7 +44,11 @@ tok = AutoTokenizer.from_pretrained(work, gguf_file=name)
 model = AutoModelForCausalLM.from_pretrained(
     work, gguf_file=name, dtype=torch.float32,
     quantization_config=GgufConfig(gguf_file=name, dequantize=True))
-model.hf_quantizer.remove_quantization_config(model)  # else save_pretrained refuses a GGUF-quantized model
+# Some transformers versions keep the GGUF quantizer attached; save_pretrained then refuses the model.
+if getattr(model, "hf_quantizer", None) is not None:
+    model.hf_quantizer.remove_quantization_config(model)
+if hasattr(model.config, "quantization_config"):
+    del model.config.quantization_config
 out.mkdir(parents=True, exist_ok=True)
 model.save_pretrained(out)
 tok.save_pretrained(out)

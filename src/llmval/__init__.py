@@ -1,0 +1,42 @@
+"""llmval: prove, with evidence, that an LLM inference deployment is what its inventory says.
+
+Pure logic lives here (inventory models, parsers, measurement math, record/replay); the pytest plugins
+in `fixtures/` fetch facts with it and the contract tests in `tests/` judge them.
+"""
+
+from .contract import mismatch, redact
+from .errors import (
+    CommandFailed,
+    CommandTimeout,
+    EndpointError,
+    HostError,
+    HostUnreachable,
+    InventoryError,
+    LlmvalError,
+    NotReady,
+    ParseError,
+    ReplayMiss,
+)
+from .inventory import Inventory, inventory_json_schema, load_inventory
+from .recording import CommandResult, Recorder, Replay
+
+__all__ = [
+    "CommandFailed",
+    "CommandResult",
+    "CommandTimeout",
+    "EndpointError",
+    "HostError",
+    "HostUnreachable",
+    "Inventory",
+    "InventoryError",
+    "LlmvalError",
+    "NotReady",
+    "ParseError",
+    "Recorder",
+    "Replay",
+    "ReplayMiss",
+    "inventory_json_schema",
+    "load_inventory",
+    "mismatch",
+    "redact",
+]

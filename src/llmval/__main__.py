@@ -1,0 +1,36 @@
+"""`python -m llmval check-inventory FILE...` validates inventories; `python -m llmval schema` prints the
+inventory's JSON Schema (committed as inventories/inventory.schema.json for editors)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import InventoryError
+from .inventory import inventory_json_schema, load_inventory
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m llmval", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("schema", help="print the inventory JSON Schema")
+    check = commands.add_parser("check-inventory", help="validate inventory files")
+    check.add_argument("paths", nargs="+")
+    args = parser.parse_args(argv)
+    if args.command == "schema":
+        sys.stdout.write(inventory_json_schema())
+        return 0
+    status = 0
+    for path in args.paths:
+        try:
+            inventory = load_inventory(path)
+        except InventoryError as error:
+            print(error, file=sys.stderr)
+            status = 1
+        else:
+            print(f"{path}: ok ({len(inventory.hosts)} hosts, {len(inventory.endpoints)} endpoints)")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
