@@ -1,0 +1,33 @@
+# Two entry points (see README "Quick start"):
+#   make smoke     set everything up, then bring the local engine up, run the smoke contract, tear it down
+#   make selftest  set everything up, then run the suite's own tests (what CI runs)
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup engine smoke nightly selftest lint schema
+
+$(VENV)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+engine:
+	bash scripts/setup_local_engine.sh
+
+setup: $(VENV)/.ready engine
+
+smoke: setup
+	$(PY) -m pytest -m smoke --launch
+
+nightly: setup
+	$(PY) -m pytest --launch
+
+selftest: setup
+	$(PY) -m pytest selftest
+
+lint: $(VENV)/.ready
+	$(VENV)/bin/ruff check src fixtures tests selftest scripts
+
+schema: $(VENV)/.ready
+	$(PY) -m llmval schema > inventories/inventory.schema.json
