@@ -7,3 +7,71 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+# --- the real local engine, for self-tests marked `engine` -------------------------------------------------
+import fcntl  # noqa: E402
+import tomllib  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import tomli_w  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINE_PYTHON = ROOT / ".venv-engine" / "bin" / "python"
+SELFTEST_ENGINE_PORT = 8341
+ENGINE_LOCK = Path("/tmp/llmval-engine.lock")
+
+
+def engine_inventory(folder: Path, port: int, **endpoint_changes) -> Path:
+    """inventories/local.toml moved to `port` (launch command included), with endpoint changes applied."""
+    document = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
+    endpoint = document["endpoints"][0]
+    endpoint["base_url"] = f"http://127.0.0.1:{port}"
+    endpoint.update(endpoint_changes)
+    for step in document["launch"]["start"]:
+        step["run"] = step["run"].replace("--port 8321", f"--port {port}")
+        for key in ("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME"):
+            if key in step.get("env", {}):
+                step["env"][key] = str(ROOT / step["env"][key])
+        step["run"] = step["run"].replace(".venv-engine/", f"{ROOT}/.venv-engine/").replace(
+            "--model .cache/", f"--model {ROOT}/.cache/")
+    for host in document["hosts"]:
+        for model_file in host.get("model_files", []):
+            model_file["path"] = str(ROOT / model_file["path"])
+    path = folder / f"local-{port}.toml"
+    path.write_text(tomli_w.dumps(document))
+    return path
+
+
+@pytest.fixture(scope="session")
+def engine_lock():
+    """Holds the machine-wide lock that allows one extra engine at a time."""
+    if not ENGINE_PYTHON.exists():
+        message = f"the local engine is not set up ({ENGINE_PYTHON} missing): run scripts/setup_local_engine.sh"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    with open(ENGINE_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def live_engine(engine_lock, tmp_path_factory):
+    """The real local engine (vLLM on CPU) on its self-test port, up for the session: the inventory's path."""
+    from llmval.inventory import load_inventory
+    from llmval.stack import Stack, http_ok
+    from llmval.transport import connect
+
+    folder = tmp_path_factory.mktemp("engine")
+    path = engine_inventory(folder, SELFTEST_ENGINE_PORT)
+    inventory = load_inventory(path)
+    stack = Stack(inventory, lambda name: connect(inventory.host(name)), folder / "launch", say=lambda _: None)
+    try:
+        stack.start()
+        stack.wait_ready(lambda: http_ok(f"http://127.0.0.1:{SELFTEST_ENGINE_PORT}/health"))
+        yield path
+    finally:
+        stack.stop()

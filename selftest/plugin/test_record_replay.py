@@ -1,0 +1,51 @@
+"""--record then --replay gives the same verdicts, offline: on a committed REAL recording, and live."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from selftest.plugin.test_options import run_contract
+from selftest.strategies import ROOT
+
+pytest_plugins = ["pytester"]
+LOCAL_SMOKE = ROOT / "selftest" / "data" / "replays" / "local-smoke-real"
+
+
+def _verdicts(results_json: Path) -> dict[str, str]:
+    return {t["nodeid"]: t["outcome"] for t in json.loads(results_json.read_text())["tests"]}
+
+
+@pytest.mark.skipif(not (LOCAL_SMOKE / "results-live.json").exists(), reason="no committed local smoke recording")
+def test_committed_local_smoke_replays_with_the_live_verdicts(pytester):
+    result = run_contract(pytester, "-m", "smoke", "-p", "no:xdist", "--inventory",
+                          str(ROOT / "inventories" / "local.toml"), "--replay", str(LOCAL_SMOKE))
+    live = _verdicts(LOCAL_SMOKE / "results-live.json")
+    replayed = _verdicts(pytester.path / "reports" / "results.json")
+    assert replayed == live, result.stdout.str()[-3000:]
+
+
+@pytest.mark.engine
+def test_live_record_then_replay_agree(pytester, live_engine):
+    recording = pytester.path / "recording"
+    run_contract(pytester, "-m", "smoke", "-p", "no:xdist", "--inventory", str(live_engine), "--record",
+                 str(recording))
+    live = _verdicts(pytester.path / "reports" / "results.json")
+    assert list(recording.glob("http-*.jsonl")), "nothing was recorded"
+    result = run_contract(pytester, "-m", "smoke", "-p", "no:xdist", "--inventory", str(live_engine), "--replay",
+                          str(recording))
+    assert _verdicts(pytester.path / "reports" / "results.json") == live, result.stdout.str()[-3000:]
+    assert "passed" in live.values()
+
+
+def test_replay_of_an_unrecorded_request_is_could_not_check(pytester, tmp_path):
+    empty = tmp_path / "rec"
+    empty.mkdir()
+    (empty / "commands-1.jsonl").write_text(json.dumps({
+        "host": "localhost", "command": "true", "rc": 0, "stdout": "", "stderr": "", "duration_s": 0.0,
+        "timed_out": False}) + "\n")
+    result = run_contract(pytester, "-m", "smoke and serving", "-p", "no:xdist", "--replay", str(empty))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "could not check (ReplayMiss)" in result.stdout.str()
