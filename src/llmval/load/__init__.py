@@ -1,0 +1,52 @@
+"""Load generation and the metric math of `vllm bench serve`, for perf gates that mean the same number.
+
+An async httpx client streams `/v1/completions` requests (`_request`), timed exactly as vLLM times them:
+TTFT at the first chunk with choices, per-chunk ITL, E2E to the last chunk, tokens from the server's
+`usage`. A run (`_runner`) warms up, then sends k·C requests at concurrency C with prompts of exactly
+the input length, unique per request and per run (`_prompts`, calibrated with the server's
+`/tokenize`). `_stats` turns the requests into vLLM's metrics (TPOT, decode tok/s = 1000 / median
+TPOT, output throughput, numpy-linear percentiles); `_engine` reads the server's identity and its
+counters around the run (speculative acceptance, other traffic); `_baseline` stores and compares runs
+per server identity; `_plot` draws a run against its baseline.
+
+    run = await run_load(client, Workload(model="smollm2", input_len=128, output_len=64,
+                                          concurrency=1, num_requests=10, warmup_requests=2),
+                         endpoint="local-vllm")
+    run.metrics.decode_tok_s, run.metrics.output_throughput, run.metrics.failed
+"""
+
+from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
+from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
+from ._prompts import Prompt, build_prompt, build_prompts
+from ._request import RequestRecord, completion_payload, stream_completion
+from ._runner import LoadRun, Workload, run_load
+from ._sse import SseSplitter
+from ._stats import Distribution, RunMetrics, compute_metrics, max_concurrency, percentile
+
+__all__ = [
+    "Baseline",
+    "BaselineStore",
+    "Distribution",
+    "EngineCounters",
+    "LoadRun",
+    "Prompt",
+    "Regression",
+    "RequestRecord",
+    "RunMetrics",
+    "SseSplitter",
+    "WindowDeltas",
+    "Workload",
+    "build_prompt",
+    "build_prompts",
+    "compare_to_baseline",
+    "completion_payload",
+    "compute_metrics",
+    "max_concurrency",
+    "percentile",
+    "read_counters",
+    "run_load",
+    "server_identity",
+    "server_key",
+    "stream_completion",
+    "window_deltas",
+]

@@ -1,0 +1,139 @@
+"""One streamed completion, timed exactly as `vllm bench serve` times it.
+
+Mirrors `async_request_openai_completions` (vllm/benchmarks/lib/endpoint_request_func.py):
+`t0` is taken right before the POST; every SSE message whose JSON has a non-empty `choices` list is an
+output *chunk* (text may be empty); TTFT is the first chunk's time, each later chunk adds one per-chunk
+ITL, and E2E latency ends at the last chunk (not at the usage message, not at `[DONE]`). Output and
+prompt token counts come from the trailing `usage` message (`stream_options.include_usage`), never from
+counting chunks: under speculative decoding one chunk carries several tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+
+from ._sse import SseSplitter
+
+Clock = Callable[[], float]
+
+
+@dataclass
+class RequestRecord:
+    """What one request did; times in seconds, relative to its own start unless named `start_time`."""
+
+    success: bool = False
+    start_time: float = 0.0
+    ttft_s: float = 0.0
+    latency_s: float = 0.0
+    """E2E latency: start to the last chunk with choices."""
+    itl_s: list[float] = field(default_factory=list)
+    """Gaps between consecutive chunks (per chunk, not per token)."""
+    output_tokens: int | None = None
+    prompt_tokens: int | None = None
+    chunks: int = 0
+    finish_reason: str | None = None
+    error: str = ""
+
+    @property
+    def tpot_s(self) -> float | None:
+        """(E2E − TTFT) / (output tokens − 1); None when the request produced at most one token."""
+        if not self.success or not self.output_tokens or self.output_tokens <= 1:
+            return None
+        return (self.latency_s - self.ttft_s) / (self.output_tokens - 1)
+
+
+def completion_payload(*, model: str, prompt: str, output_len: int, temperature: float,
+                       ignore_eos: bool) -> dict:
+    """The request body `vllm bench serve` sends to /v1/completions, with the temperature pinned."""
+    payload = {
+        "model": model,
+        "prompt": prompt,
+        "repetition_penalty": 1.0,
+        "max_tokens": output_len,
+        "temperature": temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if ignore_eos:
+        payload["ignore_eos"] = True
+    return payload
+
+
+class _Timing:
+    """Folds (time, payload) events into a RequestRecord, vLLM's way."""
+
+    def __init__(self, record: RequestRecord):
+        self.record = record
+        self.last_chunk_at: float | None = None
+
+    def message(self, data: str, at: float) -> None:
+        record = self.record
+        if data == "[DONE]":
+            return
+        try:
+            body = json.loads(data)
+        except ValueError:
+            raise _StreamBroken(f"SSE data is not JSON: {data[:200]!r}") from None
+        if not isinstance(body, dict):
+            raise _StreamBroken(f"SSE data is not a JSON object: {data[:200]!r}")
+        if "error" in body and not body.get("choices"):
+            raise _StreamBroken(f"error in stream: {json.dumps(body['error'])[:300]}")
+        if choices := body.get("choices"):
+            if self.last_chunk_at is None:
+                record.ttft_s = at - record.start_time
+            else:
+                record.itl_s.append(at - self.last_chunk_at)
+            self.last_chunk_at = at
+            record.chunks += 1
+            record.finish_reason = choices[0].get("finish_reason") or record.finish_reason
+        elif usage := body.get("usage"):
+            record.output_tokens = usage.get("completion_tokens")
+            record.prompt_tokens = usage.get("prompt_tokens")
+
+    def finish(self) -> None:
+        record = self.record
+        if self.last_chunk_at is None:
+            raise _StreamBroken("the stream ended without a chunk carrying choices (no first token)")
+        record.latency_s = self.last_chunk_at - record.start_time
+        if not isinstance(record.output_tokens, int):
+            raise _StreamBroken("the stream has no usage message with completion_tokens "
+                                "(does the server honour stream_options.include_usage?)")
+        record.success = True
+
+
+class _StreamBroken(Exception):
+    pass
+
+
+async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: str = "/v1/completions",
+                            clock: Clock = time.perf_counter) -> RequestRecord:
+    """POST one streaming completion and time it; never raises for a failed request (see `error`)."""
+    record = RequestRecord()
+    timing = _Timing(record)
+    splitter = SseSplitter()
+    record.start_time = clock()
+    try:
+        async with client.stream("POST", path, json=payload) as response:
+            if response.status_code != 200:
+                body = (await response.aread()).decode("utf-8", "replace")
+                record.error = f"HTTP {response.status_code}: {body[:300]}"
+                return record
+            async for chunk in response.aiter_bytes():
+                at = clock()
+                for data in splitter.feed(chunk):
+                    timing.message(data, at)
+            for data in splitter.close():
+                timing.message(data, clock())
+        timing.finish()
+    except _StreamBroken as broken:
+        record.success = False
+        record.error = str(broken)
+    except httpx.HTTPError as error:
+        record.success = False
+        record.error = f"{type(error).__name__}: {error}"
+    return record

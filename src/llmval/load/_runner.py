@@ -1,0 +1,120 @@
+"""A load run: warmup, then k·C streamed requests at concurrency C, timed as `vllm bench serve` does.
+
+`benchmark_start` is taken just before the first measured request is dispatched (after warmup) and
+`duration` after the last one finished, so throughput includes the prefill ramp and the drain tail,
+exactly like vLLM's `benchmark_duration`. Failed requests are kept and counted, never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+
+import httpx
+
+from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
+from ._prompts import Prompt, build_prompts
+from ._request import Clock, RequestRecord, completion_payload, stream_completion
+from ._stats import RunMetrics, compute_metrics
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The fixed shape of a run; equal workloads are comparable runs."""
+
+    model: str
+    input_len: int
+    output_len: int
+    concurrency: int
+    num_requests: int
+    warmup_requests: int
+    temperature: float = 0.0
+    ignore_eos: bool = True
+
+    def key(self) -> str:
+        eos = "ignore-eos" if self.ignore_eos else "eos"
+        return (f"in{self.input_len}-out{self.output_len}-c{self.concurrency}-n{self.num_requests}"
+                f"-t{self.temperature:g}-{eos}")
+
+
+@dataclass
+class LoadRun:
+    """A finished run: its workload, every measured request, the metrics and the engine's deltas."""
+
+    endpoint: str
+    workload: Workload
+    nonce: str
+    records: list[RequestRecord]
+    warmup: list[RequestRecord]
+    metrics: RunMetrics
+    engine: WindowDeltas = field(default_factory=lambda: window_deltas(None, None))
+    prompt_tokens_expected: list[int | None] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[str]:
+        return [r.error for r in self.records if not r.success]
+
+    @property
+    def foreign_tokens(self) -> float | None:
+        own = sum(r.output_tokens or 0 for r in self.records)  # the window opens after warmup
+        return self.engine.foreign_tokens(own)
+
+    def as_json(self) -> dict:
+        """vLLM's result-JSON keys plus per-request lists (as `--save-detailed`) and the workload."""
+        return {
+            "endpoint": self.endpoint,
+            "workload": asdict(self.workload),
+            "nonce": self.nonce,
+            **self.metrics.as_vllm_json(),
+            "spec_decode_acceptance_length": self.engine.spec_acceptance_length,
+            "spec_decode_acceptance_rate": self.engine.spec_acceptance_rate,
+            "engine_generation_tokens_delta": self.engine.generation_tokens,
+            "foreign_tokens": self.foreign_tokens,
+            "input_lens": [r.prompt_tokens for r in self.records],
+            "output_lens": [r.output_tokens for r in self.records],
+            "ttfts": [r.ttft_s for r in self.records],
+            "tpots": [r.tpot_s for r in self.records],
+            "e2els": [r.latency_s for r in self.records],
+            "start_times": [r.start_time for r in self.records],
+            "chunks": [r.chunks for r in self.records],
+            "errors": [r.error for r in self.records],
+        }
+
+
+async def _run_batch(client: httpx.AsyncClient, payloads: list[dict], concurrency: int,
+                     clock: Clock) -> list[RequestRecord]:
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def limited(payload: dict) -> RequestRecord:
+        async with semaphore:
+            return await stream_completion(client, payload, clock=clock)
+
+    return list(await asyncio.gather(*(limited(p) for p in payloads)))
+
+
+async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: str,
+                   prompts: list[Prompt] | None = None, nonce: str | None = None,
+                   clock: Clock = time.perf_counter, metrics_client: httpx.AsyncClient | None = None) -> LoadRun:
+    """Warm up, then run `workload` against `client`'s server; prompts are built unless given."""
+    nonce = nonce or secrets.token_hex(4)
+    total = workload.warmup_requests + workload.num_requests
+    if prompts is None:
+        prompts = await build_prompts(client, model=workload.model, input_len=workload.input_len, nonce=nonce,
+                                      count=total, endpoint=endpoint)
+    if len(prompts) < total:
+        raise ValueError(f"{len(prompts)} prompts for {total} requests (warmup + measured)")
+    payloads = [completion_payload(model=workload.model, prompt=p.text, output_len=workload.output_len,
+                                   temperature=workload.temperature, ignore_eos=workload.ignore_eos)
+                for p in prompts[:total]]
+    warmup = await _run_batch(client, payloads[: workload.warmup_requests], workload.concurrency, clock)
+    counters_client = metrics_client or client
+    before: EngineCounters | None = await read_counters(counters_client, endpoint)
+    started = clock()
+    records = await _run_batch(client, payloads[workload.warmup_requests:], workload.concurrency, clock)
+    duration = clock() - started
+    after = await read_counters(counters_client, endpoint)
+    return LoadRun(endpoint=endpoint, workload=workload, nonce=nonce, records=records, warmup=warmup,
+                   metrics=compute_metrics(records, duration), engine=window_deltas(before, after),
+                   prompt_tokens_expected=[p.tokens for p in prompts[workload.warmup_requests:total]])
