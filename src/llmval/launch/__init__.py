@@ -1,0 +1,46 @@
+"""Launch and teardown of the stack under test (`--launch`), from the inventory's `[launch]` section.
+
+The commands live in the inventory; this package runs them in order through each host's bounded
+`Connection`, waits for the endpoint with a deadline and visible progress, and tells a slow start
+from a crash (exit, failed unit, exited container), a crash loop (systemd NRestarts or docker
+RestartCount climbing) and a hang (no new log output for `no_progress_s`). Teardown runs every stop
+step even after a failure, ends our process groups, proves with /proc that no process of ours is left
+and that the port is free, and keeps the logs and a `summary.json` under the log folder.
+"""
+
+from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
+from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
+from ._process import LAUNCH_ID_ENV, BackgroundProcess, ProcessInfo, group_members, listeners, tagged_processes
+from ._signals import install_terminate_as_interrupt, signals_deferred
+from ._stack import LaunchSummary, Stack, StepRecord, http_ok, port_open
+from ._watch import DockerWatch, FileWatch, Observation, ProcessWatch, SystemdWatch, Watch
+
+__all__ = [
+    "LAUNCH_ID_ENV",
+    "BackgroundProcess",
+    "CrashLoop",
+    "Crashed",
+    "DockerWatch",
+    "FileWatch",
+    "Hung",
+    "LaunchSummary",
+    "Observation",
+    "PortInUse",
+    "ProcessInfo",
+    "ProcessWatch",
+    "Stack",
+    "StepRecord",
+    "SystemdWatch",
+    "TeardownError",
+    "Watch",
+    "error_line",
+    "group_members",
+    "http_ok",
+    "install_terminate_as_interrupt",
+    "listeners",
+    "parse_gpu_memory_used_mib",
+    "parse_ray_alive_nodes",
+    "port_open",
+    "signals_deferred",
+    "tagged_processes",
+]

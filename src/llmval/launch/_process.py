@@ -1,0 +1,161 @@
+"""Local long-running processes the suite starts and owns: own process group, log file, launch tag.
+
+Every process we start carries `LLMVAL_LAUNCH_ID=<id>` in its environment, which its children
+inherit. `tagged_processes(id)` finds them all by reading /proc, even one that left our process
+group, so teardown can prove that nothing of ours is left running.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+LAUNCH_ID_ENV = "LLMVAL_LAUNCH_ID"
+TERM_GRACE_S = 15.0
+KILL_WAIT_S = 5.0
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """A live (non-zombie) process seen in /proc."""
+
+    pid: int
+    pgid: int
+    cmdline: str
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} (pgid {self.pgid}): {self.cmdline[:160]}"
+
+
+def _read_proc(pid: int) -> ProcessInfo | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+    state, pgid = fields[0], int(fields[2])
+    if state in {"Z", "X"}:
+        return None
+    return ProcessInfo(pid, pgid, cmdline)
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def group_members(pgid: int) -> list[ProcessInfo]:
+    """Live processes of process group `pgid` (zombies waiting to be reaped do not count)."""
+    return [info for pid in _pids() if (info := _read_proc(pid)) is not None and info.pgid == pgid]
+
+
+def tagged_processes(launch_id: str) -> list[ProcessInfo]:
+    """Live processes whose environment carries `LLMVAL_LAUNCH_ID=launch_id` (ours, wherever they went)."""
+    needle = f"{LAUNCH_ID_ENV}={launch_id}".encode()
+    found = []
+    for pid in _pids():
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and (info := _read_proc(pid)) is not None:
+            found.append(info)
+    return found
+
+
+@dataclass
+class BackgroundProcess:
+    """A long-running local process the suite started and owns (leader of its own process group)."""
+
+    name: str
+    process: subprocess.Popen
+    log_path: Path
+
+    @classmethod
+    def start(cls, name: str, command: str, log_path: Path, env: dict[str, str], launch_id: str,
+              cwd: Path | None = None) -> BackgroundProcess:
+        """Start `command` through the shell in a new session, stdout+stderr appended to `log_path`."""
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd,
+                                       env={**os.environ, **env, LAUNCH_ID_ENV: launch_id})
+        return cls(name, process, log_path)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def is_running(self) -> bool:
+        return self.process.poll() is None
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(max(0, self.log_size() - 64_000))
+                text = log.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, grace_s: float = TERM_GRACE_S) -> list[ProcessInfo]:
+        """SIGTERM the group, SIGKILL what is left after `grace_s`; returns survivors (none). Idempotent."""
+        pgid = self.process.pid
+        for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, KILL_WAIT_S)):
+            if not group_members(pgid) and self.process.poll() is not None:
+                break
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                self.process.poll()  # reap the leader so it does not linger as a zombie
+                if self.process.returncode is not None and not group_members(pgid):
+                    break
+                time.sleep(0.1)
+        self.process.poll()
+        return group_members(pgid)
+
+
+def _listening_inodes(port: int) -> set[str]:
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    return inodes
+
+
+def listeners(port: int) -> list[ProcessInfo]:
+    """Local processes listening on TCP `port` (those this user may inspect)."""
+    wanted = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    found = []
+    for pid in _pids() if wanted else []:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
+                    if (info := _read_proc(pid)) is not None:
+                        found.append(info)
+                    break
+            except OSError:
+                continue
+    return found
