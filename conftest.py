@@ -8,4 +8,6 @@ pytest_plugins = [
     "fixtures.serving",
     "fixtures.launch",
     "fixtures.reporting",
+    "fixtures.accuracy",
+    "fixtures.blockers",
 ]

@@ -1,31 +1,59 @@
-"""The deployment itself: its goal and rules, key decisions, and known blockers."""
+"""The deployment itself: its goal and rules, key decisions, and known blockers.
+
+These sections feed the status document (`reports/status.md`) that every contract run writes, and the
+blockers plugin that runs known blockers as strict xfail.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from ._base import Spec
+
+CHECK_PATTERN = r"^[a-z0-9_*?\[\]-]+(\.[a-z0-9_*?\[\]-]+)+$"
 
 
 class DecisionSpec(Spec):
-    """A key decision, its rationale, and the checks that guard it."""
+    """A key decision, its rationale, and the checks that guard it.
 
-    id: str
+    Usage: `DecisionSpec(id="spec-steps-4", decision="speculative steps = 4", rationale="best C=1 tok/s",
+    guarded_by=["serving.speculative.num_steps", "perf.decode.tok_s_c1"])`
+    """
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     decision: str
     rationale: str
+    platform: str = ""
+    """The platform the decision applies to; empty: the whole deployment."""
     guarded_by: list[str] = []
-    """Check names (e.g. serving.speculative.num_steps) that fail if the decision is undone."""
+    """Check names (e.g. serving.speculative.num_steps) that fail if the decision is undone; `*` globs allowed."""
+    revisit_when: str = ""
+    """What would make the decision worth revisiting (e.g. "SGLang multi-node fixed")."""
 
 
 class BlockerSpec(Spec):
-    """A known blocker: the named check is expected to fail; if it passes, the run says so."""
+    """A known blocker: the named check is expected to fail; if it passes, the run says so.
 
-    id: str
+    A test whose `expect` records a failing verdict for `check` (on `subject`, when given) is reported as
+    xfail with `reason`; a test that records a passing verdict for it fails the run with "blocker lifted:
+    revisit <revisit>".
+    """
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     reason: str
-    check: str
-    """The check name that shows the blocker (its test runs as strict xfail)."""
+    check: str = Field(pattern=CHECK_PATTERN)
+    """The check name that shows the blocker, e.g. hosts.nccl.p2p (`*` globs allowed)."""
+    subject: str = ""
+    """Only verdicts on this host or endpoint (glob); empty: any subject."""
+    test: str = ""
+    """Only tests whose node id matches this glob (e.g. `*test_nccl*`); empty: any test stating the check."""
+    platform: str = ""
     revisit: str = ""
-    """The decision to revisit when the blocker lifts."""
+    """The id of the decision to revisit when the blocker lifts."""
+    workaround: str = ""
+    """What the deployment does instead, for the status document."""
 
 
 class DeploymentSpec(Spec):
@@ -35,3 +63,10 @@ class DeploymentSpec(Spec):
     goal: str = ""
     constraints: list[str] = []
     kind: Literal["production", "lab", "replay"] = "production"
+    next_steps: list[str] = []
+    """Declared next steps; the status document adds the ones the run implies (failures, lifted blockers)."""
+    critical_context: list[str] = []
+    """Declared facts that are not measured by any check (model architecture, topology notes)."""
+    relevant_files: dict[str, list[str]] = {}
+    """Host name → paths that matter on it (unit files, launch scripts, logs); shown beside the paths the
+    run itself checked."""

@@ -1,0 +1,41 @@
+"""The run's reports for people: the status document (Markdown and HTML), the diff against the last run,
+and the judgement of known blockers.
+
+Pure: everything here takes the results JSON (llmval.results) and the inventory and returns text or
+data; the pytest glue is fixtures/reporting.py and fixtures/blockers.py.
+
+    build_status(results, inventory, previous=..., plots=[...]) -> StatusDocument
+    render_markdown(doc) -> str                # reports/status.md
+    render_html(doc, results, reports_dir)     # reports/report.html, plots embedded
+    diff_runs(previous, current) -> [Change]   # "Changed since last run"
+    judge(blockers, records, nodeid, failed=)  # strict-xfail verdicts of known blockers
+"""
+
+from __future__ import annotations
+
+from .blockers import BLOCKER_PROPERTY, BlockerVerdict, judge, lifted_message, reference_problems, xfail_reason
+from .diff import Change, diff_runs, flatten, inventory_changes
+from .html import render_html, status_fragment
+from .secrets import inventory_secret_values, redact_tree
+from .status import StatusDocument, build_status, evidence_paths, render_markdown
+
+__all__ = [
+    "BLOCKER_PROPERTY",
+    "BlockerVerdict",
+    "Change",
+    "StatusDocument",
+    "build_status",
+    "diff_runs",
+    "evidence_paths",
+    "flatten",
+    "inventory_changes",
+    "inventory_secret_values",
+    "judge",
+    "lifted_message",
+    "redact_tree",
+    "reference_problems",
+    "render_html",
+    "render_markdown",
+    "status_fragment",
+    "xfail_reason",
+]

@@ -1,0 +1,101 @@
+"""Known blockers judged from a test's evidence: a failing blocked check is xfail, a passing one is "lifted".
+
+At collection nobody knows which test states which check, so the verdict is taken after the test ran,
+from the `expect` records it left: the last failing record is what failed the test; every passing record
+for a blocked check means the blocker no longer holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+
+from ..inventory import BlockerSpec, DecisionSpec
+
+BLOCKER_PROPERTY = "llmval.blocker"
+"""user_properties key of the JSON record `{id, check, subject, state}` a blocked test leaves."""
+HOLDS = "holds"
+LIFTED = "lifted"
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockerVerdict:
+    """What a test showed about one blocker."""
+
+    blocker: BlockerSpec
+    record: dict
+    """The evidence record (subject, check, expected, observed, ok) that showed it."""
+    state: str
+    """HOLDS (the check still fails) or LIFTED (it passes now)."""
+
+    def as_property(self) -> dict:
+        return {"id": self.blocker.id, "check": self.record.get("check", ""),
+                "subject": self.record.get("subject", ""), "state": self.state,
+                "observed": self.record.get("observed", "")}
+
+
+def blocker_applies(blocker: BlockerSpec, record: dict, nodeid: str, marked: Iterable[str] = ()) -> bool:
+    """True if `record` (an expect record of test `nodeid`) is a verdict on `blocker`'s check."""
+    if not fnmatchcase(str(record.get("check", "")), blocker.check):
+        return False
+    if blocker.subject and not fnmatchcase(str(record.get("subject", "")), blocker.subject):
+        return False
+    return not blocker.test or fnmatchcase(nodeid, blocker.test) or blocker.id in set(marked)
+
+
+def judge(blockers: Iterable[BlockerSpec], records: list[dict], nodeid: str, *, failed: bool,
+          marked: Iterable[str] = ()) -> list[BlockerVerdict]:
+    """The blocker verdicts of one test's call phase.
+
+    failed=True: only the last failing record counts (it is the one that failed the test); a match is HOLDS.
+    failed=False: every passing record that matches a blocker is LIFTED.
+    """
+    blockers, marked = list(blockers), list(marked)
+    if failed:
+        failing = [r for r in records if not r.get("ok", True)]
+        if not failing:
+            return []
+        last = failing[-1]
+        return [BlockerVerdict(b, last, HOLDS) for b in blockers if blocker_applies(b, last, nodeid, marked)][:1]
+    verdicts = []
+    for record in records:
+        if record.get("ok"):
+            verdicts += [BlockerVerdict(b, record, LIFTED) for b in blockers
+                         if blocker_applies(b, record, nodeid, marked)]
+    return verdicts
+
+
+def xfail_reason(verdict: BlockerVerdict) -> str:
+    """The xfail reason pytest and junit show for a blocker that still holds."""
+    return f"known blocker {verdict.blocker.id}: {verdict.blocker.reason}"
+
+
+def lifted_message(verdicts: list[BlockerVerdict], decisions: Iterable[DecisionSpec]) -> str:
+    """The failure message of a strict XPASS: which blocker lifted and which decision to revisit."""
+    by_id = {d.id: d for d in decisions}
+    lines = []
+    for v in verdicts:
+        decision = by_id.get(v.blocker.revisit)
+        revisit = (f"{decision.id} ({decision.decision})" if decision else
+                   (v.blocker.revisit or f"the decisions that worked around blocker {v.blocker.id}"))
+        lines += [f"[XPASS(strict)] blocker lifted: revisit {revisit}",
+                  f"  blocker {v.blocker.id}: {v.blocker.reason}",
+                  f"  [{v.record.get('subject', '?')}] {v.record.get('check', '?')} now passes",
+                  f"    expected: {v.record.get('expected', '')}",
+                  f"    observed: {v.record.get('observed', '')}",
+                  f"  hint: confirm, revisit the decision, then remove [[blockers]] id = \"{v.blocker.id}\" "
+                  "from the inventory"]
+    return "\n".join(lines)
+
+
+def reference_problems(blockers: Iterable[BlockerSpec], decisions: Iterable[DecisionSpec]) -> list[str]:
+    """Inventory cross-references that do not resolve (a blocker's `revisit` naming no decision, duplicates)."""
+    decision_ids = [d.id for d in decisions]
+    blockers = list(blockers)
+    problems = [f"blockers '{b.id}': revisit '{b.revisit}' is not a decision id; decisions: {decision_ids}"
+                for b in blockers if b.revisit and b.revisit not in decision_ids]
+    for kind, ids in (("decision", decision_ids), ("blocker", [b.id for b in blockers])):
+        if dups := sorted({i for i in ids if ids.count(i) > 1}):
+            problems.append(f"duplicate {kind} ids: {dups}")
+    return problems
