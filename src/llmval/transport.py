@@ -4,7 +4,9 @@ testinfra's backends all end in `run_local` (ssh and docker build a local comman
 `run_local` waits forever. `_Bounded` replaces it with a run that kills the whole process group at
 the deadline, so a hung `nvidia-smi` or a black-holed ssh fails that host's check in `timeout_s`
 without blocking the others. The Proxmox `pct` backend is ssh to the node, then
-`pct exec <id> -- /bin/sh -c <command>` there.
+`pct exec <id> -- /bin/sh -c <command>` there. ssh hosts share one multiplexed connection
+(ControlMaster/ControlPath) per host; ssh's own failure (rc 255) becomes `HostUnreachable`, never a
+testinfra RuntimeError.
 
     >>> conn = connect(HostSpec(name="me", platform="p"))
     >>> conn.run("echo hi").stdout
@@ -42,20 +44,32 @@ class _Bounded:
     """Mixin for testinfra backends: `run_local` with a deadline that kills the process group."""
 
     timeout_s: float = 20.0
+    env: dict[str, str] | None = None
+    """Environment for the local process (None: inherit)."""
 
     def run_local(self, command: str, *args: str) -> TestinfraResult:
         cmd = self.encode(self.quote(command, *args))  # type: ignore[attr-defined]
         process = subprocess.Popen(
             cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=True, env=self.env,
         )
         try:
             stdout, stderr = process.communicate(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(process)
-            stdout, stderr = process.communicate()
-            raise _Timeout(stdout, stderr) from None
+            try:  # a grandchild that left the group may still hold the pipes: do not wait for it
+                stdout, stderr = process.communicate(timeout=2)
+            except subprocess.TimeoutExpired:
+                stdout, stderr = b"", b"(output lost: a child process outside the group kept the pipes open)"
+            raise _Timeout(stdout or b"", stderr or b"") from None
         return self.result(process.returncode, cmd, stdout, stderr)  # type: ignore[attr-defined]
+
+    def run_ssh(self, command: str) -> TestinfraResult:
+        """testinfra's run_ssh, minus its RuntimeError on rc 255 (Connection turns that into HostUnreachable)."""
+        cmd, cmd_args = self._build_ssh_command(command)  # type: ignore[attr-defined]
+        out = self.run_local(" ".join(cmd), *cmd_args)
+        out.command = self.encode(command)  # type: ignore[attr-defined]
+        return out
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -112,12 +126,18 @@ class _DockerViaSsh(_Bounded, SshBackend):
 testinfra.backend.BACKENDS.setdefault("pct", f"{__name__}.PctBackend")
 
 
+CONTROL_PATH = "/tmp/llmval-ssh-%C"
+"""One multiplexed ssh connection per (user, host, port); %C is ssh's hash of them (short: socket paths are limited)."""
+
+
 def _ssh_kwargs(spec: HostSpec, timeout_s: float) -> dict[str, Any]:
     transport = spec.transport
     kwargs: dict[str, Any] = {
+        # testinfra %-formats the ssh line but escapes only ssh_extra_args, so ControlPath (with %C) goes here
         "ssh_extra_args": " ".join([
             "-o BatchMode=yes", f"-o ConnectTimeout={max(1, int(timeout_s))}",
             "-o ServerAliveInterval=5", "-o ServerAliveCountMax=2", "-o StrictHostKeyChecking=accept-new",
+            "-o ControlMaster=auto", "-o ControlPersist=120s", f"-o ControlPath={CONTROL_PATH}",
         ]),
         "controlpersist": 120,
     }
@@ -139,6 +159,9 @@ def _backend(spec: HostSpec, inventory: Inventory | None) -> _Bounded:
     backend: _Bounded
     if transport.kind == "local":
         backend = BoundedLocalBackend()
+        if transport.path_prepend:
+            backend.env = {**os.environ, "PATH": os.pathsep.join([*transport.path_prepend,
+                                                                   os.environ.get("PATH", os.defpath)])}
     elif transport.kind == "ssh":
         backend = BoundedSshBackend(_ssh_hostspec(spec), **_ssh_kwargs(spec, timeout_s))
     elif transport.kind == "docker" and transport.via is None:
@@ -170,6 +193,11 @@ class Connection:
     def __repr__(self) -> str:
         return f"Connection({self.name!r}, {self.spec.transport.kind})"
 
+    @property
+    def _is_over_ssh(self) -> bool:
+        kind = self.spec.transport.kind
+        return kind in {"ssh", "pct"} or (kind == "docker" and getattr(self.spec.transport, "via", None) is not None)
+
     def run(self, command: str, *, timeout_s: float | None = None) -> CommandResult:
         """Run `command` (a shell string); never raises for a non-zero exit, only for no answer."""
         if self._replay is not None:
@@ -181,7 +209,7 @@ class Connection:
         if result.timed_out:
             raise CommandTimeout(self.name, command, f"no answer within {timeout_s or self.spec.timeout_s:g} s "
                                  f"(killed); stderr so far: {result.stderr[-300:]!r}")
-        if self.spec.transport.kind in {"ssh", "pct"} and result.rc == SSH_UNREACHABLE_RC:
+        if self._is_over_ssh and result.rc == SSH_UNREACHABLE_RC:
             raise HostUnreachable(self.name, command, f"ssh failed (rc 255): {result.stderr.strip()[-300:]}")
         return result
 

@@ -2,10 +2,12 @@
 
 import pytest
 
+from llmval.hostfacts import UNAME
+
 pytestmark = [pytest.mark.hosts, pytest.mark.smoke]
 
 
 def test_host_answers(host, connection, expect):
-    result = connection.run("uname -sm")
+    result = connection.run(UNAME.render())
     expect(host.name, "hosts.reachable", expected="exit 0", observed=f"exit {result.rc}: {result.stderr[-200:]}",
-           ok=result.rc == 0)
+           ok=result.rc == 0, hint="check the transport in the inventory (address, user, key, container id)")

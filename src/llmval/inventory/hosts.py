@@ -14,6 +14,8 @@ class LocalTransport(Spec):
     """Commands run on this machine."""
 
     kind: Literal["local"] = "local"
+    path_prepend: list[str] = []
+    """Directories put in front of PATH for this host's commands (tools installed outside PATH)."""
 
 
 class SshTransport(Spec):
@@ -123,7 +125,8 @@ class NcclSpec(Spec):
     log: str
     """Where the log is: `file:<path>`, `journal:<unit>`, or `docker:<container>`."""
     expect_transport: Literal["ib", "socket", "shm", "p2p"]
-    """The inter-rank transport the log must show (ib: NET/IB or NET/IBext_*)."""
+    """The inter-rank transport the channel lines must show (ib: `via NET/IB`, `NET/IBext[_vN]` or
+    `NET/NCCL RDMA Plugin vN`, and an RDMA device in `NET/IB : Using [0]dev:1/RoCE|IB`)."""
     forbid: list[Literal["ib", "socket", "shm", "p2p"]] = []
     """Transports that must not appear."""
     p2p_disabled: bool = False
@@ -154,6 +157,9 @@ class ModelFileSpec(Spec):
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     """Expected sha256 of a single file, when `path` is a file."""
     min_bytes: int | None = None
+    """Minimum total size of the files under `path`."""
+    hash_timeout_s: float = Field(3600, gt=0)
+    """Timeout of the sha256 pass on one host (a 119 GB model takes minutes; unchanged files come from the cache)."""
 
 
 class RaySpec(Spec):
@@ -169,8 +175,14 @@ class RaySpec(Spec):
 class GpuProcessSpec(Spec):
     """Which processes may hold /dev/nvidia* on this host."""
 
+    stack: Literal["up", "down"] = "up"
+    """`down`: nothing may hold /dev/nvidia*. `up`: only the serving processes (`allowed`, `allowed_units`)."""
     allowed: list[str] = []
-    """Process-name substrings allowed to hold the GPUs while the stack is up."""
+    """Process names (as fuser prints them) allowed to hold the GPUs while the stack is up."""
+    allowed_units: list[str] = []
+    """systemd units (or docker scopes) whose processes may hold the GPUs while the stack is up."""
+    cleanup_hint: str = ""
+    """How to clear leftovers (quoted in the failure), e.g. the zombie-worker rule of the platform."""
 
 
 class HostSpec(Spec):

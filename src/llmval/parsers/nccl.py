@@ -1,0 +1,118 @@
+"""NCCL INFO logs: which transport each channel used, which network, what the environment set.
+
+Lines look like `host:pid:tid [dev] NCCL INFO <msg>`; they may carry a prefix (Ray prints
+`(RayWorkerWrapper pid=.., ip=..)` before a worker's lines) or be glued to a program's own print,
+so the envelope is searched, not anchored. Formats: NVIDIA/nccl `src/debug.cc`, `src/transport/*.cc`
+and the real H200 captures in selftest/data/real/h200x2 (see infra.md §4).
+
+    >>> log = parse_nccl_log("spark1:9:9 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IBext_v11/0")
+    >>> sorted(log.transports)
+    ['ib']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+ENVELOPE_RE = re.compile(r"(?P<host>[^\s:()]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN) "
+                         r"(?P<msg>.*?)(?=[^\s:()]+:\d+:\d+ \[\d+\] NCCL |$)")
+VERSION_RE = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)\S*\+cuda(?P<cuda>\d+\.\d+)")
+CHANNEL_RE = re.compile(r"^Channel (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)\[(?P<srcdev>[0-9a-f]+)\] -> "
+                        r"(?P<dst>\d+)\[(?P<dstdev>[0-9a-f]+)\](?: \[(?P<dir>send|receive)\])? via (?P<via>\S.*)$")
+NET_VIA_RE = re.compile(r"^NET/(?P<net>[^/]+)/(?P<ndev>\d+)(?:\((?P<proxy>\d+)\))?(?P<gdr>/GDRDMA)?")
+IB_NET_NAME_RE = re.compile(r"^(?:IB|IBext(?:_v\d+)?|NCCL RDMA Plugin v\d+)$")
+"""The version-robust IB name (infra.md §4.3): internal IB, the IBext plugin of any ABI, or its load-time name."""
+IB_DEVICES_RE = re.compile(r"^NET/IB : Using(?P<devs>(?: \[\d+\]\S+)*) ?(?:\[RO\])?; OOB (?P<oob>\S+)")
+IB_DEVICE_RE = re.compile(r"\[(?P<i>\d+)\](?P<name>[^:\s]+):(?P<port>\d+)(?::\S+?)?/(?P<link>IB|RoCE|UNSPECIFIED)")
+PLUGIN_SELF_RE = re.compile(r"^P2P plugin (?:v(?P<abi>\d+) )?(?P<name>IBext(?:_v\d+)?|UCX\S*)")
+USING_NETWORK_RE = re.compile(r"^Using network (?P<net>.+)$")
+SET_BY_ENV_RE = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*?)\.?$")
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One `Channel NN[/c] : a[x] -> b[y] ... via ...` line."""
+
+    host: str
+    src: int
+    dst: int
+    direction: str | None
+    via: str
+    transport: str
+    """`p2p`, `shm`, `ib`, `socket`, `collnet` or `other`."""
+    net: str | None = None
+    """The network name for NET channels (`IBext_v11`, `Socket`, `NCCL RDMA Plugin v9`)."""
+    gdr: bool = False
+    line: str = ""
+
+
+@dataclass
+class NcclLog:
+    """What an NCCL INFO log proves."""
+
+    lines: int = 0
+    versions: set[str] = field(default_factory=set)
+    channels: list[Channel] = field(default_factory=list)
+    networks: set[str] = field(default_factory=set)
+    """Names from `Using network X`. Not proof of the data path: only channel lines are."""
+    ib_devices: list[tuple[str, str]] = field(default_factory=list)
+    """(device, link layer) pairs from `NET/IB : Using [0]dev:1/RoCE ...`; empty when no HCA was found."""
+    plugin_names: set[str] = field(default_factory=set)
+    env: dict[str, str] = field(default_factory=dict)
+    """`NCCL_X set by environment to V` lines (trailing period of NCCL_PARAM lines removed)."""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def transports(self) -> set[str]:
+        return {c.transport for c in self.channels}
+
+    def first_channel(self, transport: str) -> Channel | None:
+        return next((c for c in self.channels if c.transport == transport), None)
+
+
+def classify_via(via: str) -> tuple[str, str | None, bool]:
+    """(transport, net name, GPU Direct RDMA) of a channel's `via ...` text.
+
+    >>> classify_via("NET/NCCL RDMA Plugin v9/3/GDRDMA")
+    ('ib', 'NCCL RDMA Plugin v9', True)
+    """
+    if via.startswith("P2P/"):
+        return "p2p", None, False
+    if via.startswith("SHM/"):
+        return "shm", None, False
+    if via.startswith("CollNet"):
+        return "collnet", None, False
+    net = NET_VIA_RE.match(via)
+    if net is not None:
+        name = net["net"]
+        transport = "ib" if IB_NET_NAME_RE.match(name) else "socket" if name == "Socket" else "other"
+        return transport, name, net["gdr"] is not None
+    return "other", None, False
+
+
+def parse_nccl_log(text: str) -> NcclLog:
+    """Everything the transport checks need from an NCCL log (INFO and WARN lines; others are ignored)."""
+    log = NcclLog()
+    for raw in text.splitlines():
+        for match in ENVELOPE_RE.finditer(raw):
+            log.lines += 1
+            msg = match["msg"].rstrip()
+            if match["level"] == "WARN":
+                log.warnings.append(msg)
+                continue
+            if m := CHANNEL_RE.match(msg):
+                transport, net, gdr = classify_via(m["via"])
+                log.channels.append(Channel(match["host"], int(m["src"]), int(m["dst"]), m["dir"], m["via"],
+                                            transport, net, gdr, match.group(0).strip()))
+            elif m := VERSION_RE.search(msg):
+                log.versions.add(m["version"])
+            elif m := IB_DEVICES_RE.match(msg):
+                log.ib_devices += [(d["name"], d["link"]) for d in IB_DEVICE_RE.finditer(m["devs"])]
+            elif m := USING_NETWORK_RE.match(msg):
+                log.networks.add(m["net"])
+            elif m := PLUGIN_SELF_RE.match(msg):
+                log.plugin_names.add(m["name"])
+            elif m := SET_BY_ENV_RE.match(msg):
+                log.env[m["name"]] = m["value"]
+    return log

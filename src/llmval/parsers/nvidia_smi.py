@@ -1,0 +1,155 @@
+"""nvidia-smi: the CSV `--query-gpu` form and the `-q -x` XML form.
+
+Use machine formats only (never the human table, which truncates names).
+
+    >>> gpus = parse_nvidia_smi_query("0, NVIDIA GB10, GPU-1, 0000000F:01:00.0, 580.95.05, 12.1, [N/A]")
+    >>> gpus[0].compute_cap, gpus[0].memory_total_mib
+    ('12.1', None)
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+from ..errors import ParseError
+
+GPU_QUERY_FIELDS = ("index", "name", "uuid", "pci.bus_id", "driver_version", "compute_cap", "memory.total")
+"""Field order of the query we send (the one recorded on the real H200 host). A comma inside a name
+cannot shift the other columns: surplus cells are joined back into `name`."""
+NOT_AVAILABLE = frozenset({"[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]"})
+BUS_ID_RE = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})"
+                       r"\.(?P<fn>[0-7])$")
+MIB_RE = re.compile(r"^(?P<n>\d+)(?:\s*MiB)?$")
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU as nvidia-smi reports it."""
+
+    index: int
+    name: str
+    uuid: str
+    bus_id: str
+    """Normalized PCI address, `0000:01:00.0` (see `normalize_bus_id`)."""
+    driver_version: str
+    compute_cap: str | None
+    memory_total_mib: int | None
+    """None where nvidia-smi says [N/A] (GB10 unified memory)."""
+
+
+@dataclass(frozen=True)
+class SmiLog:
+    """The header facts and per-GPU facts of `nvidia-smi -q -x`."""
+
+    driver_version: str
+    cuda_version: str | None
+    attached_gpus: int
+    gpus: tuple[XmlGpu, ...]
+
+
+@dataclass(frozen=True)
+class XmlGpu:
+    bus_id: str
+    name: str
+    uuid: str
+    minor_number: int | None
+    architecture: str | None
+    memory_total_mib: int | None
+    process_pids: tuple[int, ...]
+
+
+def normalize_bus_id(text: str) -> str:
+    """One spelling for a PCI address: nvidia-smi `00000000:01:00.0`, lspci `0000:01:00.0` and Proxmox
+    `01:00.0` all become `0000:01:00.0` (lower case, 4-digit domain; GB10's `0000000F` → `000f`).
+
+    >>> normalize_bus_id("0000000F:01:00.0"), normalize_bus_id("01:00.0")
+    ('000f:01:00.0', '0000:01:00.0')
+    """
+    match = BUS_ID_RE.match(text.strip())
+    if match is None:
+        raise ParseError("PCI bus id", "not domain:bus:device.function", text)
+    domain = int(match["domain"] or "0", 16)
+    return f"{domain:04x}:{match['bus'].lower()}:{match['dev'].lower()}.{match['fn']}"
+
+
+def _mib(value: str, source: str) -> int | None:
+    value = value.strip()
+    if value in NOT_AVAILABLE:
+        return None
+    match = MIB_RE.match(value)
+    if match is None:
+        raise ParseError(source, "memory is neither a MiB count nor [N/A]", value)
+    return int(match["n"])
+
+
+def parse_nvidia_smi_query(text: str, fields: tuple[str, ...] = GPU_QUERY_FIELDS) -> list[GpuInfo]:
+    """Rows of `nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`.
+
+    `fields` gives the column order; `name` may be last and then keeps any commas it contains.
+    An empty output is an empty list (no GPU), not an error.
+    """
+    source = "nvidia-smi --query-gpu CSV"
+    required = {"index", "uuid", "pci.bus_id", "driver_version", "name"}
+    if missing := required - set(fields):
+        raise ParseError(source, f"query lacks fields {sorted(missing)}")
+    gpus = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith(("NVIDIA-SMI has failed", "No devices were found")):
+            raise ParseError(source, "nvidia-smi cannot talk to the driver", line)
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) > len(fields):  # a name with commas: give the surplus back to it
+            at, extra = fields.index("name"), len(cells) - len(fields)
+            cells[at:at + extra + 1] = [", ".join(cells[at:at + extra + 1])]
+        if len(cells) != len(fields):
+            raise ParseError(source, f"expected {len(fields)} columns ({', '.join(fields)}), got {len(cells)}", line)
+        row = dict(zip(fields, cells, strict=True))
+        if not row["index"].isdigit():
+            raise ParseError(source, "index is not a number (is this the header form?)", line)
+        cap = row.get("compute_cap")
+        gpus.append(GpuInfo(
+            index=int(row["index"]), name=row["name"], uuid=row["uuid"], bus_id=normalize_bus_id(row["pci.bus_id"]),
+            driver_version=row["driver_version"], compute_cap=None if cap is None or cap in NOT_AVAILABLE else cap,
+            memory_total_mib=_mib(row["memory.total"], source) if "memory.total" in row else None,
+        ))
+    return gpus
+
+
+def _text(node: ET.Element, path: str) -> str | None:
+    found = node.find(path)
+    if found is None or found.text is None:
+        return None
+    return found.text.strip()
+
+
+def parse_nvidia_smi_xml(text: str) -> SmiLog:
+    """`nvidia-smi -q -x`: driver and CUDA version, and per GPU its bus id, minor number and processes."""
+    source = "nvidia-smi -q -x"
+    body = re.sub(r"<!DOCTYPE[^>]*>", "", text, count=1)  # ElementTree does not fetch DTDs; drop the line
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as error:
+        raise ParseError(source, f"not XML ({error})", text[:200]) from None
+    if root.tag != "nvidia_smi_log":
+        raise ParseError(source, f"root element is <{root.tag}>, not <nvidia_smi_log>", text[:200])
+    driver = _text(root, "driver_version")
+    if not driver:
+        raise ParseError(source, "no <driver_version>", text[:200])
+    cuda = _text(root, "cuda_version")
+    gpus = []
+    for gpu in root.findall("gpu"):
+        minor = _text(gpu, "minor_number")
+        pids = tuple(int(p) for p in (_text(pi, "pid") for pi in gpu.findall("processes/process_info")) if p)
+        memory = _text(gpu, "fb_memory_usage/total")
+        gpus.append(XmlGpu(
+            bus_id=normalize_bus_id(gpu.get("id", "")), name=_text(gpu, "product_name") or "",
+            uuid=_text(gpu, "uuid") or "", minor_number=int(minor) if minor and minor.isdigit() else None,
+            architecture=_text(gpu, "product_architecture"),
+            memory_total_mib=None if memory is None else _mib(memory, source), process_pids=pids,
+        ))
+    attached = _text(root, "attached_gpus") or str(len(gpus))
+    return SmiLog(driver_version=driver, cuda_version=None if cuda in NOT_AVAILABLE else cuda,
+                  attached_gpus=int(attached), gpus=tuple(gpus))

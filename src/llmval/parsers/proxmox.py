@@ -1,0 +1,162 @@
+"""Proxmox guest configs and PCI driver bindings: how a GPU split shows up on the node.
+
+Formats: `proxmox/pve-docs` `pct.adoc` / `qm.adoc` (infra.md §5.3): `OPTION: value` lines, raw
+`lxc.*` keys, snapshot sections after the first `[section]` header (ignored), `devN:` and
+`hostpciN:` property strings; `lspci -nnk` blocks; and our sysfs listing (`<bdf> <class> <driver link>`).
+
+    >>> conf = parse_lxc_conf("dev0: /dev/nvidia0,gid=44\\nlxc.cgroup2.devices.allow: c 195:* rwm\\n")
+    >>> sorted(conf.gpu_devices), conf.cgroup_majors
+    (['/dev/nvidia0'], {195})
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+from .nvidia_smi import normalize_bus_id
+
+SECTION_RE = re.compile(r"^\[[^\]]+\]\s*$")
+OPTION_RE = re.compile(r"^(?P<key>[A-Za-z0-9_.\-]+)\s*[:=]\s*(?P<value>.*)$")
+CGROUP_ALLOW_RE = re.compile(r"^c (?P<major>\d+|\*):(?P<minor>\d+|\*) [rwm]+$")
+GPU_NODE_RE = re.compile(r"^/dev/nvidia(?P<minor>\d+)$")
+HOSTPCI_KEY_RE = re.compile(r"^hostpci(?P<n>\d+)$")
+DEV_KEY_RE = re.compile(r"^dev(?P<n>\d+)$")
+LSPCI_HEAD_RE = re.compile(r"^(?P<bdf>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]) (?P<desc>.*)$")
+LSPCI_DRIVER_RE = re.compile(r"^\s+Kernel driver in use: (?P<driver>\S+)")
+NVIDIA_NODE_NAMES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
+
+
+@dataclass(frozen=True)
+class LxcConf:
+    """The GPU-relevant part of `/etc/pve/lxc/<id>.conf` (main section only)."""
+
+    options: dict[str, list[str]]
+    gpu_devices: frozenset[str]
+    """`/dev/nvidiaN` nodes passed in, by `devN:` or `lxc.mount.entry`."""
+    other_nvidia_nodes: frozenset[str]
+    """nvidiactl, nvidia-uvm and friends."""
+    cgroup_majors: set[int | str]
+    """Majors allowed by `lxc.cgroup2.devices.allow: c M:* rwm` (`*` for any)."""
+
+    @property
+    def gpu_minors(self) -> set[int]:
+        return {int(m["minor"]) for d in self.gpu_devices if (m := GPU_NODE_RE.match(d))}
+
+
+@dataclass(frozen=True)
+class HostPci:
+    key: str
+    bus_ids: tuple[str, ...]
+    """Normalized; empty when the entry uses `mapping=` (resolved through the cluster mapping)."""
+    mapping: str | None
+    raw: str
+
+
+@dataclass(frozen=True)
+class PciDriver:
+    bus_id: str
+    pci_class: str
+    driver: str | None
+    """`nvidia`, `vfio-pci`, … or None when no driver is bound."""
+
+
+@dataclass
+class VmConf:
+    hostpci: list[HostPci] = field(default_factory=list)
+
+    @property
+    def bus_ids(self) -> set[str]:
+        return {b for h in self.hostpci for b in h.bus_ids}
+
+
+def _options(text: str, source: str) -> dict[str, list[str]]:
+    options: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if SECTION_RE.match(stripped):
+            break  # snapshot or pending sections follow; only the current config counts
+        match = OPTION_RE.match(stripped)
+        if match is None:
+            raise ParseError(source, "line is not `key: value`", line)
+        options.setdefault(match["key"], []).append(match["value"].strip())
+    return options
+
+
+def _property_string(value: str, default_key: str) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for index, part in enumerate(value.split(",")):
+        key, sep, val = part.partition("=")
+        if sep:
+            props[key.strip()] = val.strip()
+        elif index == 0:
+            props[default_key] = key.strip()
+    return props
+
+
+def parse_lxc_conf(text: str) -> LxcConf:
+    """GPU device entries of an LXC config: `devN: [path=]/dev/nvidiaN,...`, `lxc.mount.entry` and cgroup allows."""
+    source = "LXC config"
+    options = _options(text, source)
+    nodes: set[str] = set()
+    for key, values in options.items():
+        if DEV_KEY_RE.match(key):
+            nodes.update(_property_string(v, "path").get("path", "") for v in values)
+    for entry in options.get("lxc.mount.entry", []):
+        fields = entry.split()
+        if fields and fields[0].startswith("/dev/nvidia"):
+            nodes.add(fields[0])
+    majors: set[int | str] = set()
+    for allow in options.get("lxc.cgroup2.devices.allow", []) + options.get("lxc.cgroup.devices.allow", []):
+        if m := CGROUP_ALLOW_RE.match(allow.strip()):
+            majors.add(m["major"] if m["major"] == "*" else int(m["major"]))
+    return LxcConf(options=options, gpu_devices=frozenset(n for n in nodes if GPU_NODE_RE.match(n)),
+                   other_nvidia_nodes=frozenset(n for n in nodes if n in NVIDIA_NODE_NAMES), cgroup_majors=majors)
+
+
+def parse_vm_conf(text: str) -> VmConf:
+    """`hostpciN: [host=]<id[;id2]>[,pcie=1,...]` or `mapping=<name>` entries of a QEMU VM config."""
+    source = "VM config"
+    conf = VmConf()
+    for key, values in _options(text, source).items():
+        if not HOSTPCI_KEY_RE.match(key):
+            continue
+        for value in values:
+            props = _property_string(value, "host")
+            ids = []
+            for one in filter(None, props.get("host", "").split(";")):
+                one = one.strip()
+                ids.append(normalize_bus_id(one if "." in one else f"{one}.0"))
+            conf.hostpci.append(HostPci(key, tuple(ids), props.get("mapping"), value))
+    return conf
+
+
+def parse_pci_drivers(text: str) -> dict[str, PciDriver]:
+    """Our sysfs listing: one `<bdf> <class> <readlink of driver>` line per NVIDIA PCI function."""
+    drivers = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) not in (2, 3):
+            raise ParseError("sysfs PCI driver listing", "expected `<bdf> <class> [driver link]`", line)
+        bus_id = normalize_bus_id(fields[0])
+        driver = fields[2].rstrip("/").rsplit("/", 1)[-1] if len(fields) == 3 else None
+        drivers[bus_id] = PciDriver(bus_id, fields[1], driver)
+    return drivers
+
+
+def parse_lspci_k(text: str) -> dict[str, str | None]:
+    """`lspci -k` / `lspci -nnk`: bus id → `Kernel driver in use` (None where no driver is bound)."""
+    drivers: dict[str, str | None] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        if head := LSPCI_HEAD_RE.match(line):
+            current = normalize_bus_id(head["bdf"])
+            drivers[current] = None
+        elif current is not None and (used := LSPCI_DRIVER_RE.match(line)):
+            drivers[current] = used["driver"]
+    return drivers

@@ -1,0 +1,35 @@
+"""NCCL's INFO log proves the transport: IB/RoCE via IBext on Spark, SHM with P2P disabled on kpro6."""
+
+import pytest
+
+pytestmark = [pytest.mark.hosts, pytest.mark.smoke, pytest.mark.needs("nccl")]
+
+NCCL_HINT = "run the stack with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET,P2P,SHM) so the log shows its channels"
+
+
+def test_nccl_transport_as_expected(host, facts, expect):
+    spec = host.nccl
+    log = facts.nccl_log(spec.log)
+    seen = sorted(log.transports)
+    forbidden = sorted(set(seen) & set(spec.forbid))
+    rdma = [f"{dev}/{link}" for dev, link in log.ib_devices if link in ("IB", "RoCE")]
+    ok = spec.expect_transport in seen and not forbidden and (spec.expect_transport != "ib" or bool(rdma))
+    bad = next((c.line for t in forbidden for c in [log.first_channel(t)] if c), "")
+    observed = {"channels": seen or "none", "forbidden seen": forbidden}
+    if spec.expect_transport == "ib":
+        observed["RDMA devices"] = rdma or "none (NET/IB found no device)"
+    expect(host.name, "hosts.nccl.transport",
+           expected={"channels": spec.expect_transport, "never": sorted(spec.forbid)}, observed=observed, ok=ok,
+           hint=NCCL_HINT if not log.lines else
+           "socket/P2P where IB/SHM was declared: check NCCL_SOCKET_IFNAME, the IBext plugin, NCCL_P2P_DISABLE",
+           evidence=bad or next((c.line for c in log.channels), f"{log.lines} NCCL lines in {spec.log}"))
+
+
+def test_nccl_p2p_disabled_by_environment(host, facts, expect):
+    if not host.nccl.p2p_disabled:
+        pytest.skip(f"[{host.name}] the inventory does not require NCCL_P2P_DISABLE")
+    log = facts.nccl_log(host.nccl.log)
+    expect(host.name, "hosts.nccl.p2p_disabled", expected="NCCL_P2P_DISABLE set by environment to 1",
+           observed=log.env.get("NCCL_P2P_DISABLE", "no such line"), ok=log.env.get("NCCL_P2P_DISABLE") == "1",
+           hint=NCCL_HINT if not log.lines else "Environment=NCCL_P2P_DISABLE=1 in the serving unit "
+           "(P2P DMA is blocked on this host)")

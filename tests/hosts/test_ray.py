@@ -1,0 +1,17 @@
+"""The Ray cluster has the expected number of ALIVE nodes with GPUs (State API JSON, not `ray status`)."""
+
+import pytest
+
+pytestmark = [pytest.mark.hosts, pytest.mark.smoke, pytest.mark.needs("ray")]
+
+
+def test_ray_alive_gpu_nodes(host, facts, expect):
+    spec = host.ray
+    nodes = facts.ray_nodes(spec.run_in)
+    alive = [n for n in nodes if n.is_alive and n.gpus >= spec.gpus_per_node]
+    others = [f"{n.ip or n.node_id[:12]} {n.state} GPU={n.gpus:g}" for n in nodes if n not in alive]
+    expect(host.name, "hosts.ray.alive_gpu_nodes",
+           expected=f"{spec.alive_nodes} ALIVE with >= {spec.gpus_per_node:g} GPU",
+           observed=f"{len(alive)}: {[n.ip for n in alive]}" + (f"; not counted: {others}" if others else ""),
+           ok=len(alive) == spec.alive_nodes,
+           hint="restart the worker's `ray start --address=<head>:6379 --node-ip-address=<IB ip>`; check the IB link")
