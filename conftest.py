@@ -5,6 +5,7 @@ pytest_plugins = [
     "fixtures.evidence",
     "fixtures.targets",
     "fixtures.hosts",
+    "fixtures.hostfacts",
     "fixtures.serving",
     "fixtures.launch",
     "fixtures.reporting",
