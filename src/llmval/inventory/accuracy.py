@@ -2,24 +2,69 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from ._base import Spec
 
 
 class NiahSpec(Spec):
-    """The needle-in-a-haystack grid."""
+    """The needle-in-a-haystack grid (context lengths × depths) and its gates.
+
+    Cells are (variant, value kind, context length, depth); each cell runs `trials` prompts and passes
+    when every trial passes. Prompts are seeded from `seed`, so every run asks the same questions.
+    """
 
     endpoint: str
+    name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$")
+    """Optional label, added to test ids, when one endpoint has several grids."""
     context_lengths: list[int] = []
-    """Prompt lengths in tokens; empty: a spread up to the served max_model_len."""
+    """Prompt lengths in tokens; empty: a spread up to the served max_model_len. A length that leaves no
+    room for `max_tokens` under max_model_len is filled to max_model_len - max_tokens - margin_tokens."""
     depths: list[float] = [0.0, 0.25, 0.5, 0.75, 1.0]
+    """Needle positions as fractions of the haystack (0 = first sentence, 1 = after the last)."""
     trials: int = Field(1, ge=1)
     seed: int = 0
-    variants: list[str] = ["plain"]
-    """plain, hard (needle-shaped distractors), prefix_cache (several questions over one haystack)."""
+    variants: list[Literal["plain", "hard", "prefix_cache"]] = ["plain"]
+    """plain: one needle in generated prose; hard: one needle among needle-shaped distractors;
+    prefix_cache: one needle per depth in one haystack, asked in separate requests sharing the prefix."""
+    values: list[Literal["number", "uuid"]] = ["number"]
+    """Needle value kinds: 7-digit numbers and/or UUID4s."""
     min_overall: float = Field(0.95, ge=0, le=1)
-    all_pass_up_to: int | None = None
-    """Every cell at or below this context length must pass."""
+    """Minimum fraction of passing cells over the whole grid."""
+    all_pass_up_to: int | None = Field(None, ge=1)
+    """Every cell at or below this context length must pass; misses above it only count in min_overall."""
     smoke_context_lengths: list[int] = []
-    """A small grid for smoke runs; empty: NIAH is not part of smoke."""
+    """Lengths (from the grid) whose cells also run in smoke; empty: NIAH is not part of smoke."""
+    max_tokens: int = Field(64, ge=8)
+    margin_tokens: int = Field(16, ge=0)
+    prompt_tokens_tolerance: float = Field(0.01, ge=0, le=0.5)
+    """usage.prompt_tokens must be within this fraction of the calibrated /tokenize count."""
+    budget_s: float | None = Field(None, gt=0)
+    """Wall-time bound of the grid; cells not started within it are errors (could not check)."""
+
+    @field_validator("depths")
+    @classmethod
+    def _depths_are_fractions(cls, depths: list[float]) -> list[float]:
+        bad = [d for d in depths if not 0 <= d <= 1]
+        if bad:
+            raise ValueError(f"depths are fractions of the haystack in [0, 1]; got {bad}")
+        if len(set(depths)) != len(depths) or not depths:
+            raise ValueError(f"depths must be distinct and not empty; got {depths}")
+        return depths
+
+    @field_validator("context_lengths")
+    @classmethod
+    def _lengths_are_distinct(cls, lengths: list[int]) -> list[int]:
+        if len(set(lengths)) != len(lengths) or any(n < 128 for n in lengths):
+            raise ValueError(f"context lengths must be distinct and at least 128 tokens; got {lengths}")
+        return lengths
+
+    @model_validator(mode="after")
+    def _smoke_lengths_in_grid(self) -> NiahSpec:
+        if self.context_lengths and (extra := sorted(set(self.smoke_context_lengths) - set(self.context_lengths))):
+            raise ValueError(f"smoke_context_lengths {extra} are not in context_lengths {self.context_lengths}")
+        if len(set(self.variants)) != len(self.variants) or len(set(self.values)) != len(self.values):
+            raise ValueError("variants and values must not repeat")
+        return self

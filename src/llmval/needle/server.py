@@ -1,0 +1,91 @@
+"""The two HTTP exchanges NIAH needs: count prompt tokens with the server's tokenizer, and ask.
+
+vLLM's `POST /tokenize` accepts chat `messages` and applies the served chat template, so its count is
+exactly the prompt the model sees. SGLang's `/tokenize` takes a prompt only; there the chat template's
+overhead is measured once (one 1-token chat request) and added to the content's count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import httpx
+
+from ..errors import EndpointError
+from ..http import get_json
+
+PROBE_CONTENT = "Reply with OK."
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """What the server answered to one chat request."""
+
+    content: str
+    prompt_tokens: int | None
+    finish_reason: str | None
+    elapsed_s: float
+
+
+def _count(data: object, endpoint: str, path: str) -> int:
+    if isinstance(data, dict):
+        if isinstance(data.get("count"), int):
+            return data["count"]
+        if isinstance(data.get("tokens"), list):
+            return len(data["tokens"])
+    raise EndpointError(f"[{endpoint}] POST {path}: no token count in the answer: {str(data)[:200]!r}")
+
+
+class ServerTokenCounter:
+    """Counts a chat prompt's tokens with the endpoint's own tokenizer (a `TokenCounter`)."""
+
+    def __init__(self, client: httpx.Client, *, endpoint: str, engine: str, model: str):
+        if engine not in {"vllm", "sglang"}:
+            raise EndpointError(f"[{endpoint}] engine '{engine}' has no /tokenize to calibrate NIAH lengths with; "
+                                "valid: ['sglang', 'vllm']")
+        self._client, self._endpoint, self._engine, self._model = client, endpoint, engine, model
+        self._overhead: int | None = None
+        self.calls = 0
+
+    def _tokenize(self, body: dict) -> int:
+        self.calls += 1
+        data = get_json(self._client, "/tokenize", endpoint=self._endpoint, method="POST", json_body=body)
+        return _count(data, self._endpoint, "/tokenize")
+
+    def chat_overhead(self) -> int:
+        """Tokens the chat template adds around the content (SGLang only; measured once)."""
+        if self._overhead is None:
+            messages = [{"role": "user", "content": PROBE_CONTENT}]
+            answer = ask(self._client, endpoint=self._endpoint, engine=self._engine, model=self._model,
+                         messages=messages, max_tokens=1)
+            if answer.prompt_tokens is None:
+                raise EndpointError(f"[{self._endpoint}] chat completion has no usage.prompt_tokens")
+            self._overhead = answer.prompt_tokens - self._tokenize({"model": self._model, "prompt": PROBE_CONTENT})
+        return self._overhead
+
+    def __call__(self, messages: list[dict]) -> int:
+        if self._engine == "vllm":
+            return self._tokenize({"model": self._model, "messages": messages, "add_generation_prompt": True})
+        content = "".join(str(m["content"]) for m in messages)
+        return self._tokenize({"model": self._model, "prompt": content}) + self.chat_overhead()
+
+
+def ask(client: httpx.Client, *, endpoint: str, engine: str, model: str, messages: list[dict],
+        max_tokens: int) -> Answer:
+    """One chat completion at temperature 0 with thinking off; the answer's text and usage."""
+    body: dict = {"model": model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
+    if engine in {"vllm", "sglang"}:
+        body["chat_template_kwargs"] = {"enable_thinking": False}
+    started = time.monotonic()
+    data = get_json(client, "/v1/chat/completions", endpoint=endpoint, method="POST", json_body=body)
+    elapsed = time.monotonic() - started
+    try:
+        choice = data["choices"][0]  # type: ignore[index]
+        content = choice["message"].get("content") or ""
+        usage = data.get("usage") or {}  # type: ignore[union-attr]
+    except (KeyError, IndexError, TypeError, AttributeError) as error:
+        raise EndpointError(f"[{endpoint}] POST /v1/chat/completions: unexpected answer shape "
+                            f"({type(error).__name__}: {error}): {str(data)[:300]!r}") from error
+    return Answer(content=content, prompt_tokens=usage.get("prompt_tokens"),
+                  finish_reason=choice.get("finish_reason"), elapsed_s=round(elapsed, 3))
