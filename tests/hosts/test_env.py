@@ -2,18 +2,14 @@
 
 import pytest
 
-pytestmark = [pytest.mark.hosts, pytest.mark.smoke, pytest.mark.needs("env")]
+pytestmark = [pytest.mark.hosts, pytest.mark.smoke]
 
 
-def test_serving_env_as_required(host, facts, expect):
-    spec = host.env
-    env = facts.environment(spec.source)
-    if env is None:
-        expect(host.name, "hosts.env", expected=f"{spec.source} exists", observed="not found", ok=False,
-               hint="is the service running under the declared name?")
-        return
-    odd = {k: env.get(k, "<unset>") for k, v in spec.required.items() if env.get(k) != v}
-    odd |= {k: f"{env[k]} (forbidden)" for k in spec.forbidden if k in env}
-    expect(host.name, "hosts.env", expected={**spec.required, **{k: "<unset>" for k in spec.forbidden}},
-           observed=odd or "as required", ok=not odd,
-           hint=f"set them where {spec.source} is defined (Environment= in the unit, -e in docker run)")
+def test_serving_env_as_required(env_var, facts_of, expect):
+    host, (name, wanted) = env_var.host, env_var.item
+    env = facts_of(host.name).environment(host.env.source)
+    observed = f"{host.env.source} not found" if env is None else env.get(name, "<unset>")
+    expect(host.name, f"hosts.env.{name.lower()}", expected=wanted if wanted is not None else "<unset>",
+           observed=observed, ok=env is not None and env.get(name) == wanted,
+           hint=f"set it where {host.env.source} is defined (Environment= in the unit, -e in docker run)"
+           if wanted is not None else f"remove {name} from {host.env.source}")

@@ -2,20 +2,14 @@
 
 import pytest
 
-pytestmark = [pytest.mark.hosts, pytest.mark.smoke, pytest.mark.needs("interfaces")]
+pytestmark = [pytest.mark.hosts, pytest.mark.smoke]
 
 
-def test_interfaces_up_in_subnet(host, facts, expect):
-    links = facts.links()
-    odd = {}
-    for spec in host.interfaces:
-        link = links.get(spec.name)
-        if link is None:
-            odd[spec.name] = f"missing (have {sorted(links)})"
-        elif not link.is_up:
-            odd[spec.name] = f"state {link.operstate}"
-        elif not link.addresses_in(spec.subnet):
-            odd[spec.name] = f"no address in {spec.subnet}: {list(link.addresses)}"
-    expect(host.name, "hosts.net.interfaces", expected={i.name: f"up in {i.subnet}" for i in host.interfaces},
-           observed=odd or "all up in subnet", ok=not odd,
-           hint="`ip -br addr`; for RoCE also `ibv_devinfo` (port state ACTIVE); check the netplan/ifupdown config")
+def test_interface_up_in_subnet(interface, facts_of, expect):
+    host, spec = interface.host, interface.item
+    links = facts_of(host.name).links()
+    link = links.get(spec.name)
+    observed = (f"missing (have {sorted(links)})" if link is None else f"{link.operstate} {list(link.addresses)}")
+    expect(host.name, f"hosts.interface.{spec.name}", expected=f"UP with an address in {spec.subnet}",
+           observed=observed, ok=link is not None and link.is_up and bool(link.addresses_in(spec.subnet)),
+           hint="`ip -br addr`; for RoCE also `ibv_devinfo` (port ACTIVE); check the netplan/ifupdown config")
