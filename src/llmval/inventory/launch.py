@@ -115,6 +115,8 @@ class LaunchSpec(Spec):
     start: list[StepSpec]
     stop: list[StepSpec]
     ready: ReadinessSpec
+    term_grace_s: float = Field(15, gt=0)
+    """Teardown: how long our background processes get after SIGTERM before their group is SIGKILLed."""
 
     def watch_hosts(self) -> list[str]:
         """Hosts named by the readiness watch sources."""

@@ -13,9 +13,12 @@ wrote it, and is appended to `<log_dir>/<phase>.log`; `summary.json` holds the t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import os
 import shlex
+import signal
 import socket
 import time
 import uuid
@@ -222,7 +225,8 @@ class Stack:
                                          *tails.values(), *unread))
             line = next((t.splitlines()[-1] for t in tails.values() if t.strip()), "")
             if line != said_line or now - last_said_at >= PROGRESS_EVERY_S:
-                self.say(f"[launch] waiting {elapsed:4.0f} s for {self.endpoint.name}: {line.strip()[-140:]}")
+                shown = line.strip()[-140:] or "(no output yet)"
+                self.say(f"[launch] waiting {elapsed:4.0f} s for {self.endpoint.name}: {shown}")
                 said_line, last_said_at = line, now
             self.sleep(ready.interval_s)
 
@@ -349,7 +353,7 @@ class Stack:
                 except LlmvalError as error:
                     problems.append(str(error))
         for process in reversed(self.processes):
-            survivors = process.stop()
+            survivors = process.stop(self.spec.term_grace_s)
             self.say(f"[launch] stop: ended '{process.name}' (pid {process.pid}, exit {process.process.returncode})")
             if survivors:
                 problems.append(f"process group of '{process.name}' survived SIGKILL: "
@@ -378,8 +382,14 @@ class Stack:
                                 + "\n  - ".join(problems) + f"\n  logs: {self.log_dir}")
 
     def _leftovers(self) -> list[ProcessInfo]:
+        """Processes carrying this launch's tag that outlived their group (e.g. a child that called setsid):
+        SIGKILL them and return those that still survive."""
         deadline = time.monotonic() + LEFTOVER_WAIT_S
         while (found := tagged_processes(self.launch_id)) and time.monotonic() < deadline:
+            for info in found:
+                self.say(f"[launch] stop: killing leftover process of this launch: {info}")
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(info.pid, signal.SIGKILL)
             time.sleep(0.2)
         return found
 

@@ -1,0 +1,158 @@
+"""Launch and teardown with REAL local processes (stub engines: fast, no engine lock needed).
+
+Every test ends by proving from /proc that nothing of the launch is left (`tagged_processes`, the
+process group) and that the port is free.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llmval.inventory import load_inventory
+from llmval.launch import Crashed, Hung, PortInUse, Stack, group_members, port_open, tagged_processes
+from llmval.transport import connect
+from selftest.launch.helpers import ROOT, assert_nothing_left, run_until_marker, summary_of
+
+INVENTORIES = ROOT / "selftest" / "data" / "inventories"
+STUB_PORT = 8337
+
+
+def _stack(name: str, tmp_path: Path, **changes) -> Stack:
+    inventory = load_inventory(INVENTORIES / f"launch-stub-{name}.toml")
+    if changes:
+        step = inventory.launch.start[0].model_copy(update=changes)
+        inventory = inventory.model_copy(update={"launch": inventory.launch.model_copy(update={"start": [step]})})
+    return Stack(inventory, lambda host: connect(inventory.host(host)), tmp_path / "launch", say=lambda _: None,
+                 cwd=ROOT)
+
+
+def test_stub_engine_comes_up_and_teardown_leaves_nothing(tmp_path):
+    stack = _stack("server", tmp_path)
+    try:
+        ready_s = stack.launch()
+        pid = stack.processes[0].pid
+        assert port_open("127.0.0.1", STUB_PORT) and group_members(pid)
+    finally:
+        stack.stop()
+    assert ready_s < 10
+    assert_nothing_left(stack.launch_id, pid, STUB_PORT)
+    assert stack.summary.teardown_problems == []
+
+
+def test_teardown_kills_a_child_that_left_the_process_group(tmp_path):
+    stack = _stack("server", tmp_path, run=f"exec .venv/bin/python -u selftest/launch/stub_server.py {STUB_PORT} "
+                                           "--orphan --ignore-term")
+    try:
+        stack.launch()
+        orphans = [p for p in tagged_processes(stack.launch_id) if p.pgid != stack.processes[0].pid]
+        assert [p.cmdline for p in orphans] == ["sleep 300"]
+    finally:
+        stack.stop()
+    assert_nothing_left(stack.launch_id, stack.processes[0].pid, STUB_PORT)
+
+
+def test_engine_that_prints_then_goes_silent_is_hung_within_the_window(tmp_path):
+    stack = _stack("hang", tmp_path)
+    window = stack.spec.ready.no_progress_s
+    started = time.monotonic()
+    with pytest.raises(Hung) as caught:
+        stack.launch()
+    took = time.monotonic() - started
+    stack.stop()
+    assert window < took < window + 3
+    assert "NCCL INFO Channel 00/0" in str(caught.value)
+    assert_nothing_left(stack.launch_id, stack.processes[0].pid, STUB_PORT)
+
+
+def test_engine_that_exits_fails_fast_with_its_own_error(tmp_path):
+    stack = _stack("crash", tmp_path)
+    started = time.monotonic()
+    with pytest.raises(Crashed) as caught:
+        stack.launch()
+    stack.stop()
+    assert time.monotonic() - started < 5 < stack.spec.ready.timeout_s
+    assert "exited with code 2" in str(caught.value)
+    assert "engine error: api_server.py: error: unrecognized arguments: --no-such-flag" in str(caught.value)
+
+
+def test_port_taken_before_launch_is_refused_and_nothing_starts(tmp_path):
+    marker = tmp_path / "started"
+    stack = _stack("server", tmp_path, run=f"touch {marker}")
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", STUB_PORT))
+        squatter.listen()
+        with pytest.raises(PortInUse) as caught:
+            stack.launch()
+        stack.stop()
+    message = str(caught.value)
+    assert f"127.0.0.1:{STUB_PORT} already accepts connections before launch" in message
+    assert f"pid {os.getpid()}" in message  # names the process holding the port
+    assert not marker.exists() and stack.processes == []
+
+
+def _contract_run(tmp_path: Path, inventory: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "tests/serving/test_model.py::test_served_model_matches_inventory",
+            *extra, "--inventory", str(inventory), "--launch", "--reports", str(tmp_path / "reports"),
+            "-p", "no:xdist", "-q", "-o", "addopts=-p no:cacheprovider -p no:pytest11.testinfra"]
+
+
+def test_launch_option_runs_the_contract_and_tears_down(tmp_path):
+    done = subprocess.run(_contract_run(tmp_path, INVENTORIES / "launch-stub-server.toml"), cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    summary = summary_of(tmp_path / "reports")
+    assert summary["launch_to_ready_s"] is not None and summary["teardown_problems"] == []
+    assert "[launch] stub ready after" in done.stdout
+    assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
+
+
+def test_launch_failure_is_one_clear_error_and_still_tears_down(tmp_path):
+    done = subprocess.run(_contract_run(tmp_path, INVENTORIES / "launch-stub-hang.toml"), cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "--launch: the stack did not come up (Hung)" in done.stdout
+    summary = summary_of(tmp_path / "reports")
+    assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_killing_the_run_mid_test_still_tears_down(tmp_path, sig):
+    args = _contract_run(tmp_path, INVENTORIES / "launch-stub-server.toml",
+                         str(ROOT / "selftest" / "data" / "launch" / "blocking_contract.py"))
+    outcome = run_until_marker(args, tmp_path / "marker", sig)
+    summary = summary_of(tmp_path / "reports")
+    assert outcome.returncode == pytest.ExitCode.INTERRUPTED, outcome.output[-3000:]
+    assert summary["teardown_s"] is not None and summary["teardown_problems"] == [], outcome.output[-3000:]
+    assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
+
+
+def test_sigterm_during_launch_still_tears_down(tmp_path):
+    inventory = INVENTORIES / "launch-stub-server.toml"
+    text = inventory.read_text().replace("stub_server.py 8337", "stub_server.py 8337 --start-delay 60")
+    slow = tmp_path / "slow.toml"
+    slow.write_text(text)
+    run = subprocess.Popen(_contract_run(tmp_path, slow), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list((tmp_path / "reports" / "launch").glob("*/summary.json")):
+            assert time.monotonic() < deadline, "the launch never started"
+            time.sleep(0.2)
+        run.send_signal(signal.SIGTERM)
+        output, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    summary = summary_of(tmp_path / "reports")
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, output[-3000:]
+    assert summary["teardown_s"] is not None, output[-3000:]
+    assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
