@@ -71,6 +71,12 @@ def status_fragment(doc: StatusDocument, reports_dir: Path | None = None) -> str
         parts.append(f"<{tag}>{inline(section.title)}</{tag}>")
         if section.note:
             parts.append(f'<p class="note">{inline(section.note)}</p>')
+        tables = [f"<div><b>{inline(caption)}</b></div><table><tr>"
+                  + "".join(f"<th>{inline(h)}</th>" for h in table.header) + "</tr>"
+                  + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+                  + "</table>" for caption, table in section.tables]
+        if section.tables_first:
+            parts += tables
         if section.items:
             parts.append("<ul>")
             for item in section.items:
@@ -78,10 +84,8 @@ def status_fragment(doc: StatusDocument, reports_dir: Path | None = None) -> str
                 parts.append(f"<li>{_badge(item.state)}{inline(item.text)}" + (f"<ul>{sub}</ul>" if sub else "")
                              + "</li>")
             parts.append("</ul>")
-        for caption, table in section.tables:
-            head = "".join(f"<th>{inline(h)}</th>" for h in table.header)
-            rows = "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row) + "</tr>" for row in table.rows)
-            parts.append(f"<div><b>{inline(caption)}</b></div><table><tr>{head}</tr>{rows}</table>")
+        if not section.tables_first:
+            parts += tables
     if doc.plots and reports_dir is not None:
         parts.append("<h2>Plots</h2>")
         for name in doc.plots:

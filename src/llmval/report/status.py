@@ -24,6 +24,7 @@ OK, FAIL, ERROR, XFAIL, LIFT, UNCHECKED, DECLARED, INFO = (
     "ok", "fail", "error", "xfail", "lifted", "unchecked", "declared", "info")
 # A path on a host in evidence text: absolute, ./relative or ~/; not the path part of a URL.
 PATH_RE = re.compile(r"(?<![\w:/.\-])(?P<path>(?:~|\.{1,2})?/[\w.@%+=*-]+(?:/[\w.@%+=*-]+)+/?)")
+PARAM_RE = re.compile(r"\[(?P<id>[^\]]+)\]$")
 HINT_RE = re.compile(r"^\s*hint: (?P<hint>.+)$", re.M)
 MAX_DONE_SUBJECTS = 4
 
@@ -54,6 +55,7 @@ class Section:
     tables: list[tuple[str, Table]] = dataclasses.field(default_factory=list)
     note: str = ""
     level: int = 2
+    tables_first: bool = False
 
 
 @dataclasses.dataclass
@@ -155,8 +157,9 @@ def _failing(results: dict) -> Section:
         else:
             state = ERROR if outcome == "error" or "could not check" in message else FAIL
             label = "could not check" if state == ERROR else "failed"
-            section.items.append(Item(f"`{test['nodeid']}` — {label}: {_first_line(message)[:300]}", state,
-                                      [line for line in message.splitlines()[1:4] if line.strip()]))
+            cause = _first_line(message).removeprefix("could not check ").removeprefix("E ")[:300]
+            section.items.append(Item(f"`{test['nodeid']}` — {label}: {cause}", state,
+                                      [line.strip() for line in message.splitlines()[1:4] if line.strip()]))
     if not section.items:
         section.items.append(Item("nothing failing", OK))
     return section
@@ -240,7 +243,7 @@ def _decisions(results: dict, inventory: Inventory) -> tuple[Section, list[Item]
             next_steps.append(Item(f"Revisit decision **{decision.id}** ({decision.decision}): blocker(s) "
                                    f"{', '.join(lifted_for[decision.id])} no longer hold", LIFT))
         state = (LIFT if lifted_for.get(decision.id) else FAIL if FAIL in states else
-                 OK if states and all(s in {OK, XFAIL} for s in states) else UNCHECKED)
+                 OK if {OK, XFAIL} & set(states) else UNCHECKED)
         if state == FAIL:
             next_steps.append(Item(f"Decision **{decision.id}** is no longer in force: a guarding check fails",
                                    FAIL))
@@ -283,7 +286,8 @@ def _value(value: object) -> str:
 
 
 def _context(results: dict, inventory: Inventory) -> Section:
-    section = Section("Critical context", note="measured facts per platform (this run)")
+    section = Section("Critical context", note="measured facts per platform (this run), then declared ones",
+                      tables_first=True)
     platforms = _platforms(inventory)
     rows: dict[str, list[list[str]]] = defaultdict(list)
     for test in results.get("tests", []):
@@ -307,12 +311,17 @@ def _context(results: dict, inventory: Inventory) -> Section:
 def evidence_paths(results: dict) -> dict[str, dict[str, set[str]]]:
     """subject → path → checks: paths quoted in the expected/observed/evidence text of this run's verdicts."""
     found: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for _, record in _records(results):
-        text = " ".join(str(record.get(k, "")) for k in ("expected", "observed", "evidence"))
+    sources = [(str(r.get("subject")), str(r.get("check")),
+                " ".join(str(r.get(k, "")) for k in ("expected", "observed", "evidence")))
+               for _, r in _records(results)]
+    for test in results.get("tests", []):
+        if test.get("outcome") in {"failed", "error"} and (param := PARAM_RE.search(test.get("nodeid", ""))):
+            sources.append((param.group("id"), test["nodeid"].split("::")[-1].split("[")[0], test.get("message", "")))
+    for subject, check, text in sources:
         for match in PATH_RE.finditer(text):
             path = match.group("path").rstrip("/.,")
             if len(PurePosixPath(path).parts) >= 2:
-                found[str(record.get("subject"))][path].add(str(record.get("check")))
+                found[subject][path].add(check)
     return found
 
 
@@ -409,13 +418,14 @@ def render_markdown(doc: StatusDocument) -> str:
         if section.note:
             lines.append(f"_{section.note}_")
         lines.append("")
+        items, tables = [], []
         for item in section.items:
-            lines.append(f"- {BADGES_MD.get(item.state, '•')} {item.text}")
-            lines += [f"  - {d}" for d in item.detail]
+            items.append(f"- {BADGES_MD.get(item.state, '•')} {item.text}")
+            items += [f"  - {d}" for d in item.detail]
         for caption, table in section.tables:
-            lines += ["", f"**{caption}**", "", "| " + " | ".join(table.header) + " |",
-                      "|" + "---|" * len(table.header)]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
+            tables += [f"**{caption}**", "", "| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)]
+            tables += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows] + [""]
+        lines += tables + items if section.tables_first else items + ([""] if items and tables else []) + tables
         if section.items or section.tables:
             lines.append("")
     if doc.plots:

@@ -1,0 +1,139 @@
+"""The status document from SYNTHESIZED results (selftest/data/results/) and the seed inventory of kpro6."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from llmval.inventory import load_inventory
+from llmval.report import build_status, evidence_paths, render_html, render_markdown
+from selftest.strategies import ROOT
+
+RESULTS = ROOT / "selftest" / "data" / "results"
+
+
+@pytest.fixture(scope="module")
+def kpro6():
+    return load_inventory(ROOT / "inventories" / "kpro6.toml")
+
+
+@pytest.fixture
+def runs(kpro6):
+    """(previous, current) synthesized nightly runs; between them a gate is raised and the model renamed."""
+    previous = json.loads((RESULTS / "synth-kpro6-nightly-previous.json").read_text())
+    current = json.loads((RESULTS / "synth-kpro6-nightly.json").read_text())
+    snapshot = kpro6.model_dump(mode="json", by_alias=True, exclude_none=True)
+    previous["inventory_snapshot"] = copy.deepcopy(snapshot) | {
+        "perf": [{"endpoint": "kpro6-sglang", "decode_tok_s_c1_min": 250.0}]}
+    current["inventory_snapshot"] = copy.deepcopy(snapshot) | {
+        "perf": [{"endpoint": "kpro6-sglang", "decode_tok_s_c1_min": 270.0}]}
+    current["inventory_snapshot"]["endpoints"][0]["model"] = "Qwen3.5-122B-A10B-FP8-v2"
+    return previous, current
+
+
+@pytest.fixture
+def status(kpro6, runs) -> str:
+    previous, current = runs
+    return render_markdown(build_status(current, kpro6, previous=previous, previous_name="history/prev.json"))
+
+
+def test_sections_follow_the_seed_status_document(status):
+    headings = [line for line in status.splitlines() if line.startswith("#")]
+    assert headings == [
+        "# Deployment status: kpro6 (production)", "## Goal", "## Constraints & Preferences", "## Progress",
+        "### Done", "### Failing", "### Blocked", "### Not checked (skipped)", "## Key decisions", "## Next steps",
+        "## Critical context", "## Relevant files", "## Changed since last run"]
+
+
+def test_done_carries_the_observed_values(status):
+    assert "✅ `serving.kv_cache.dtype.server_info` — kpro6-sglang: bfloat16" in status
+    assert "✅ `serving.speculative.num_steps` — kpro6-sglang: 4" in status
+    assert "| kpro6-sglang | decode_tok_s_c1 | 277.4 | tok/s |" in status
+    assert "| kpro6-ct129 | compute_cap | 12.0 |  |" in status
+
+
+def test_failing_names_check_cause_and_fix(status):
+    assert ("❌ `accuracy.niah.all_pass_up_to` on kpro6-sglang: expected every cell <= 131072 passes, observed 2 "
+            "cells fail") in status
+    assert "fix: check --context-length and the rope scaling" in status
+    assert "⚠️ `tests/hosts/test_model_files.py::test_model_files_identical[kpro6-ct129]` — could not check: " \
+           "(CommandTimeout)" in status
+
+
+def test_blockers_show_holding_with_the_observation(status):
+    assert "⛔ **kpro6-p2p** (kpro6)" in status
+    assert "still holds: `hosts.nccl.p2p` on kpro6-ct129 observed no P2P channel" in status
+    assert "workaround: NCCL_P2P_DISABLE=1" in status
+
+
+def test_decisions_show_their_guarding_checks_verdicts(status):
+    block = status.split("## Key decisions")[1].split("## Next steps")[0]
+    steps = block.split("**spec-steps-4**")[1].split("- ")[0:5]
+    assert "✅ **spec-steps-4**" in block
+    assert any("`serving.speculative.num_steps` on kpro6-sglang: pass — observed 4" in s for s in steps)
+    assert "`serving.tool_call_parser*`: not checked this run" in block
+
+
+def test_decision_whose_guard_fails_is_flagged_with_a_next_step(kpro6, runs):
+    _, current = runs
+    broken = copy.deepcopy(current)
+    for test in broken["tests"]:
+        for record in test["evidence"]:
+            if record["check"] == "serving.speculative.num_steps":
+                record.update(observed="5", ok=False)
+    status = render_markdown(build_status(broken, kpro6))
+    assert "❌ **spec-steps-4** (kpro6)" in status
+    assert "`serving.speculative.num_steps` on kpro6-sglang: FAIL — observed 5" in status
+    assert "Decision **spec-steps-4** is no longer in force" in status
+
+
+def test_changed_since_last_run_lists_inventory_verdict_and_value_changes(status):
+    changes = status.split("## Changed since last run")[1]
+    assert "endpoints[kpro6-sglang].model: Qwen3.5-122B-A10B-FP8 → Qwen3.5-122B-A10B-FP8-v2 (served model renamed)" \
+        in changes
+    assert "perf[kpro6-sglang].decode_tok_s_c1_min: 250.0 → 270.0 (gate raised)" in changes
+    assert "❌ verdict: tests/accuracy/test_niah.py::test_niah_gate_all_pass_up_to[kpro6-sglang]: passed → failed " \
+           "(broke)" in changes
+    assert "[kpro6-sglang] decode_tok_s_c1 (tok/s): 281.0 → 277.4 (-1.3%)" in changes
+
+
+def test_without_a_previous_run_the_diff_says_so(kpro6, runs):
+    status = render_markdown(build_status(runs[1], kpro6))
+    assert "no previous run of this deployment in reports/history/" in status
+
+
+def test_relevant_files_come_from_evidence_and_declarations(status, runs):
+    assert "`/etc/systemd/system/sglang.service` — checked by hosts.env.nccl_p2p_disable" in status
+    assert "`/models/Qwen3.5-122B-A10B-FP8/model-00001-of-00039.safetensors` — checked by " \
+           "test_model_files_identical" in status
+    assert "`/etc/pve/lxc/129.conf` — *declared*" in status
+
+
+@pytest.mark.parametrize(("text", "paths"), [
+    ("Environment=NCCL_P2P_DISABLE=1 in /etc/systemd/system/sglang.service.", ["/etc/systemd/system/sglang.service"]),
+    ("GET http://10.1.2.129:30000/v1/models", []),
+    ("fuser -v /dev/nvidia* held by 1234", ["/dev/nvidia*"]),
+    ("./models/x.safetensors and ~/.cache/huggingface/hub", ["./models/x.safetensors", "~/.cache/huggingface/hub"]),
+    ("ratio 1/2 and 3.5/4", []),
+], ids=["unit-file", "url-is-not-a-file", "glob", "relative-and-home", "fractions"])
+def test_evidence_paths_are_host_paths_not_urls(text, paths):
+    results = {"tests": [{"nodeid": "t", "outcome": "passed",
+                          "evidence": [{"subject": "h", "check": "c", "expected": "", "observed": text, "ok": True}]}]}
+    assert sorted(evidence_paths(results).get("h", {})) == sorted(paths)
+
+
+def test_html_puts_status_first_embeds_plots_and_escapes(kpro6, runs, tmp_path):
+    previous, current = runs
+    current["tests"][0]["message"] = "<script>alert(1)</script>"
+    png = tmp_path / "niah-grid.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    (tmp_path / "perf-vs-baseline.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\1" * 16)
+    doc = build_status(current, kpro6, previous=previous, plots=["perf-vs-baseline.png", "niah-grid.png"])
+    page = render_html(doc, current, tmp_path)
+    assert page.index("Deployment status: kpro6") < page.index("Every test")
+    assert page.count('src="data:image/png;base64,') == 2
+    assert page.index("niah-grid.png") < page.index("perf-vs-baseline.png")  # heatmap first
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+    assert '<span class="verdict" style="background:#cf222e">RED</span>' in page
