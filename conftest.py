@@ -7,6 +7,7 @@ pytest_plugins = [
     "fixtures.hosts",
     "fixtures.hostfacts",
     "fixtures.serving",
+    "fixtures.engine",
     "fixtures.launch",
     "fixtures.reporting",
     "fixtures.accuracy",

@@ -1,22 +1,21 @@
-"""The endpoint is alive and serves exactly the model the inventory names (the stale-GLM catch)."""
+"""The endpoint serves exactly the model the inventory names (the stale-GLM catch) with its context length."""
 
 import pytest
-
-from llmval.http import get_json
 
 pytestmark = [pytest.mark.serving, pytest.mark.smoke]
 
 
-def test_served_model_matches_inventory(endpoint, client, expect):
-    models = get_json(client, "/v1/models", endpoint=endpoint.name)
-    served = sorted(m.get("id", "?") for m in models.get("data", []))
+def test_served_model_matches_inventory(endpoint, engine, expect):
+    served = sorted(str(card.get("id", "?")) for card in engine.model_cards)
+    roots = sorted({str(card.get("root")) for card in engine.model_cards if card.get("root")})
     expect(endpoint.name, "serving.model.id", expected=[endpoint.model], observed=served,
-           hint="a stale container may be serving an old model; check `docker ps` / the unit's --model")
+           hint="another model is being served (after the Sparks' reboot an old GLM-4.7-Flash container came "
+                "back): `docker ps` / the unit's --model and --served-model-name",
+           evidence=f"/v1/models root={roots}")
 
 
 @pytest.mark.needs("max_model_len")
-def test_context_length_matches_inventory(endpoint, client, expect):
-    models = get_json(client, "/v1/models", endpoint=endpoint.name)
-    card = next((m for m in models.get("data", []) if m.get("id") == endpoint.model), {})
+def test_context_length_matches_inventory(endpoint, engine, expect):
+    card = next((c for c in engine.model_cards if c.get("id") == endpoint.model), {})
     expect(endpoint.name, "serving.model.max_model_len", expected=endpoint.max_model_len,
-           observed=card.get("max_model_len"), hint="--max-model-len / --context-length")
+           observed=card.get("max_model_len"), hint="--max-model-len (vLLM) / --context-length (SGLang)")

@@ -40,15 +40,34 @@ class ServingExpect(Spec):
 
 
 class ToolCallGates(Spec):
-    """Minimum validity rates of tool calls, per catalogue category (0..1)."""
+    """The tool-call catalogue sweep (tests/serving/test_tool_calls.py) and its gates, per category.
 
-    min_validity: dict[str, float] = {}
-    """Category name → minimum rate; `overall` gates the whole catalogue."""
-    samples_per_case: int = Field(3, ge=1)
-    strict_tools: bool = False
-    """Send tools with `"strict": true` (schema-constrained arguments where the engine supports it)."""
-    large_argument_kib: list[int] = [8]
+    Gate keys, most specific first: `<variant>/<category>` (e.g. `strict/flat`), `<category>`,
+    `<variant>`, `overall`. A cell with no key gated is held to `default_min_validity`."""
+
+    variants: list[Literal["strict", "free"]] = ["free"]
+    """`strict`: tools sent with `"strict": true` (schema-constrained arguments); `free`: without."""
+    tool_choice: Literal["auto", "required", "named"] = "auto"
+    """How the catalogue asks for calls; `auto` exercises the engine's tool parser as agent clients do."""
+    cases_per_category: int = Field(4, ge=1)
+    """Cases per category (large_string: one per size in `large_argument_kib`); each runs non-streamed and
+    streamed, so a cell has 2 x cases samples."""
+    parallel_calls: int = Field(5, ge=2)
+    large_argument_kib: list[int] = [8, 32, 64]
     """Sizes of the large-string cases; the seeds' truncation bug shows at 8-64 KiB."""
+    min_validity: dict[str, float] = {}
+    """Minimum share of valid answers (JSON object, schema-valid, untruncated, no markup leak, stream = non-stream)."""
+    min_accuracy: dict[str, float] = {}
+    """Minimum share of answers with exactly the requested calls (tests/accuracy; keys as min_validity)."""
+    default_min_validity: float = Field(1.0, ge=0, le=1)
+
+    def gate(self, kind: Literal["validity", "accuracy"], variant: str, category: str) -> float | None:
+        """The threshold for one cell; None for accuracy when no key applies."""
+        table = self.min_validity if kind == "validity" else self.min_accuracy
+        for key in (f"{variant}/{category}", category, variant, "overall"):
+            if key in table:
+                return table[key]
+        return self.default_min_validity if kind == "validity" else None
 
 
 class EndpointSpec(Spec):

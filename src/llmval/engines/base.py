@@ -1,0 +1,276 @@
+"""The adapter base: one endpoint's facts, each read lazily from the engine's own interfaces.
+
+An adapter never judges; it returns `Fact`s (value, where it came from, the quoted evidence) and the
+contract tests compare them with the inventory. What an engine does not expose raises `NotExposed`
+(the suite cannot check it), never a guess. Every HTTP call goes through `request`, which turns
+httpx errors into `EndpointError` naming the endpoint and URL and, once the endpoint has stopped
+answering (a timeout or a refused connection, confirmed by one short /health probe), answers every
+later call at once with the first cause, so a dead or hung server ends the run within its timeouts.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import httpx
+import httpx_sse
+
+from ..errors import EndpointError, LlmvalError
+from ..inventory import EndpointSpec
+from .logs import normalize_dtype
+from .metrics import Metrics, parse_metrics
+
+PROBE_TIMEOUT_S = 5.0
+
+
+class NotExposed(LlmvalError):
+    """The engine does not expose a fact the inventory asks about (the message says how to expose it)."""
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One observed fact and its provenance."""
+
+    value: Any
+    source: str
+    """Where it was read: `/server_info internal_states[0].kv_cache_dtype`, `log: non-default args`, ..."""
+    quote: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.value!r} ({self.source})"
+
+
+@dataclass(frozen=True)
+class KvEvidence:
+    """One independent source's word on the KV cache dtype."""
+
+    source: str
+    raw: str
+    """As the source states it (`auto`, `bf16`, `torch.bfloat16`)."""
+    resolved: str | None
+    """The dtype it means (`auto` resolved with the model dtype where known); None when it cannot be resolved."""
+    quote: str = ""
+
+
+@dataclass
+class EndpointState:
+    """Whether the endpoint still answers; shared by every adapter of one endpoint in a run."""
+
+    dead_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class StreamedChat:
+    """A streamed chat completion, joined: what the client would have assembled from the deltas."""
+
+    content: str
+    reasoning: str
+    tool_calls: list[dict]
+    finish_reason: str | None
+    usage: dict | None
+    chunks: int
+    raw_events: list[str] = field(default_factory=list)
+
+
+class EngineAdapter:
+    """Facts of one endpoint. Subclasses: SglangAdapter, VllmAdapter, OpenAIAdapter."""
+
+    kind: ClassVar[str] = "openai"
+
+    def __init__(self, spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
+                 state: EndpointState | None = None):
+        self.spec = spec
+        self.client = client
+        self._read_log = read_log
+        self.state = state or EndpointState()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.name!r})"
+
+    # ---- HTTP, bounded -----------------------------------------------------------------------
+    def _fail(self, method: str, path: str, error: httpx.HTTPError) -> EndpointError:
+        url = f"{self.client.base_url}{path}"
+        if isinstance(error, httpx.TimeoutException):
+            what = f"no answer within {self.spec.request_timeout_s:g} s ({type(error).__name__})"
+        else:
+            what = f"{type(error).__name__}: {error}"
+        reason = f"{method} {url}: {what}"
+        if self._confirm_dead(path):
+            self.state.dead_reason = reason
+        return EndpointError(f"[{self.spec.name}] {reason}")
+
+    def _confirm_dead(self, failed_path: str) -> bool:
+        if failed_path == "/health":
+            return True
+        try:
+            self.client.get("/health", timeout=PROBE_TIMEOUT_S)
+        except httpx.HTTPError:
+            return True
+        return False
+
+    def _check_alive(self, method: str, path: str) -> None:
+        if self.state.dead_reason is not None:
+            raise EndpointError(f"[{self.spec.name}] {method} {path} not sent: the endpoint stopped answering "
+                                f"earlier in this run ({self.state.dead_reason})")
+
+    def request(self, method: str, path: str, *, json_body: object | None = None,
+                timeout_s: float | None = None) -> httpx.Response:
+        """One request; transport failures become EndpointError (and may mark the endpoint dead)."""
+        self._check_alive(method, path)
+        kwargs: dict[str, Any] = {"json": json_body} if json_body is not None else {}
+        if timeout_s is not None:
+            kwargs["timeout"] = timeout_s
+        try:
+            return self.client.request(method, path, **kwargs)
+        except httpx.HTTPError as error:
+            raise self._fail(method, path, error) from error
+
+    def get_json(self, path: str, *, method: str = "GET", json_body: object | None = None) -> Any:
+        """JSON of a 2xx answer, or EndpointError saying what came back."""
+        response = self.request(method, path, json_body=json_body)
+        if response.status_code >= 400:
+            raise EndpointError(f"[{self.spec.name}] {method} {path}: HTTP {response.status_code}: "
+                                f"{response.text[:300]!r}")
+        try:
+            return response.json()
+        except ValueError:
+            raise EndpointError(f"[{self.spec.name}] {method} {path}: HTTP {response.status_code} but not JSON: "
+                                f"{response.text[:300]!r}") from None
+
+    def chat(self, body: dict) -> httpx.Response:
+        """POST /v1/chat/completions (non-streaming); the caller reads status and JSON."""
+        return self.request("POST", "/v1/chat/completions", json_body={"model": self.spec.model, **body})
+
+    def chat_stream(self, body: dict) -> tuple[int, StreamedChat | str]:
+        """POST a streaming chat completion; (200, joined stream) or (status, error body)."""
+        from ..toolcalls.stream import join_chat_stream
+
+        payload = {"model": self.spec.model, **body, "stream": True,
+                   "stream_options": {"include_usage": True}}
+        self._check_alive("POST", "/v1/chat/completions")
+        try:
+            with self._sse(payload) as source:
+                if source.response.status_code >= 400:
+                    source.response.read()
+                    return source.response.status_code, source.response.text
+                return 200, join_chat_stream(event.data for event in source.iter_sse())
+        except httpx.HTTPError as error:
+            raise self._fail("POST", "/v1/chat/completions (stream)", error) from error
+        except httpx_sse.SSEError as error:
+            raise EndpointError(f"[{self.spec.name}] streamed chat: not an event stream: {error}") from error
+
+    @contextmanager
+    def _sse(self, payload: dict) -> Iterator[httpx_sse.EventSource]:
+        with httpx_sse.connect_sse(self.client, "POST", "/v1/chat/completions", json=payload) as source:
+            yield source
+
+    # ---- facts every OpenAI-compatible server has ---------------------------------------------
+    def health(self) -> Fact:
+        """HTTP status of GET /health (a 404 counts: plain OpenAI servers have none)."""
+        response = self.request("GET", "/health")
+        return Fact(response.status_code, "GET /health", response.text[:200])
+
+    def probe_health(self) -> Fact:
+        """GET /health as a verdict input: the status code, or the reason there was none."""
+        try:
+            return self.health()
+        except EndpointError as error:
+            return Fact(f"no answer: {error}", "GET /health")
+
+    def generate(self, prompt: str, *, max_tokens: int = 16, **extra: Any) -> dict:
+        """A real chat completion at temperature 0; the JSON body, or EndpointError with the status."""
+        response = self.chat({"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+                              "temperature": 0, **extra})
+        if response.status_code != 200:
+            raise EndpointError(f"[{self.spec.name}] POST /v1/chat/completions: HTTP {response.status_code}: "
+                                f"{response.text[:300]!r}")
+        return response.json()
+
+    def auto_tool_choice_probe(self) -> Fact:
+        """Send a tool with tool_choice="auto"; the HTTP status and error text (200 means accepted)."""
+        tool = {"type": "function", "function": {"name": "get_time", "description": "Current time.",
+                                                 "parameters": {"type": "object", "properties": {}}}}
+        response = self.chat({"messages": [{"role": "user", "content": "What time is it?"}], "tools": [tool],
+                              "tool_choice": "auto", "max_tokens": 16, "temperature": 0})
+        return Fact(response.status_code, 'POST /v1/chat/completions tools + tool_choice="auto"',
+                    response.text[:300] if response.status_code != 200 else "")
+
+    @functools.cached_property
+    def model_cards(self) -> list[dict]:
+        """`data` of GET /v1/models."""
+        models = self.get_json("/v1/models")
+        if not isinstance(models, dict) or not isinstance(models.get("data"), list):
+            raise EndpointError(f"[{self.spec.name}] GET /v1/models: no `data` list: {json.dumps(models)[:300]}")
+        return models["data"]
+
+    @property
+    def version(self) -> Fact:
+        raise NotExposed(f"[{self.spec.name}] a plain OpenAI-compatible server reports no engine version")
+
+    def metrics(self) -> Metrics:
+        """One scrape of GET /metrics."""
+        response = self.request("GET", "/metrics")
+        if response.status_code == 404:
+            raise NotExposed(f"[{self.spec.name}] GET /metrics: 404 (SGLang needs --enable-metrics)")
+        if response.status_code >= 400:
+            raise EndpointError(f"[{self.spec.name}] GET /metrics: HTTP {response.status_code}")
+        return parse_metrics(response.text, f"[{self.spec.name}] /metrics")
+
+    @functools.cached_property
+    def log_text(self) -> str:
+        """The evidence lines of the engine log (see logsource.py); NotExposed when none is declared."""
+        if self._read_log is None:
+            raise NotExposed(f"[{self.spec.name}] the inventory declares no `logs` (and `host`) for this "
+                             "endpoint; add e.g. logs = \"journal:<unit>\" to read its startup log")
+        return self._read_log()
+
+    def _not_exposed(self, what: str) -> NotExposed:
+        return NotExposed(f"[{self.spec.name}] engine {self.kind!r} exposes no {what}")
+
+    def kv_cache_evidence(self) -> list[KvEvidence]:
+        raise self._not_exposed("KV cache dtype")
+
+    def kv_fp8_quotes(self) -> list[str]:
+        """Lines of any source that state an FP8/FP4 KV cache."""
+        return []
+
+    def attention_backend(self) -> Fact:
+        raise self._not_exposed("attention backend")
+
+    def speculative(self) -> dict[str, Fact]:
+        raise self._not_exposed("speculative decoding settings")
+
+    def tool_call_parser(self) -> Fact:
+        raise self._not_exposed("tool-call parser setting")
+
+    def reasoning_parser(self) -> Fact:
+        raise self._not_exposed("reasoning parser setting")
+
+    def tensor_parallel_size(self) -> Fact:
+        raise self._not_exposed("tensor-parallel size")
+
+    def nodes(self) -> Fact:
+        raise self._not_exposed("node count")
+
+    def model_dtype(self) -> Fact:
+        raise self._not_exposed("model dtype")
+
+    def acceptance_snapshot(self) -> Metrics:
+        """Counters to diff around this run's own traffic (see `accept_length`)."""
+        raise self._not_exposed("speculative acceptance counters")
+
+    def accept_length(self, before: Metrics, after: Metrics) -> Fact:
+        raise self._not_exposed("speculative acceptance length")
+
+
+def resolve_auto(raw: str, model_dtype: str | None) -> str | None:
+    """`auto` means the model dtype; anything else is what it says."""
+    value = normalize_dtype(raw)
+    if value == "auto":
+        return model_dtype
+    return value

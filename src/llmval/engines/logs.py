@@ -1,0 +1,220 @@
+"""Evidence from engine startup logs: pure functions over log text, one named regex per line shape.
+
+Formats are from ../shared/reference/engine.md (SGLang 0.5.9/0.5.10/0.5.23, vLLM 0.17.1) and from a real
+vLLM 0.32.0 CPU log (selftest/data/engines/). Each parser returns the facts it found with the quoted line,
+so a failure can show the evidence; a fact the log does not state is None, never a guess.
+
+    >>> facts = parse_vllm_log("x INFO [core.py:133] Initializing a V1 LLM engine (v0.32.0) with config: "
+    ...                        "model='m', dtype=torch.bfloat16, kv_cache_dtype=auto, tensor_parallel_size=1, x=y")
+    >>> facts.model_dtype, facts.kv_cache_dtype, facts.tensor_parallel_size, facts.version
+    ('bfloat16', 'auto', 1, '0.32.0')
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+# ---- vLLM ---------------------------------------------------------------------------------------
+VLLM_ENGINE_CONFIG_RE = re.compile(r"Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: (?P<config>.*)$",
+                                   re.M)
+VLLM_CONFIG_DTYPE_RE = re.compile(r"(?:^|, )dtype=(?P<dtype>torch\.\w+)")
+VLLM_CONFIG_KV_DTYPE_RE = re.compile(r"(?:^|, )kv_cache_dtype=(?P<kv>[\w.]+)")
+VLLM_CONFIG_TP_RE = re.compile(r"(?:^|, )tensor_parallel_size=(?P<tp>\d+)")
+VLLM_CONFIG_SERVED_RE = re.compile(r"(?:^|, )served_model_name=(?P<name>[^,]+)")
+VLLM_NON_DEFAULT_ARGS_RE = re.compile(r"non-default args: (?P<args>\{.*\})\s*$", re.M)
+VLLM_FP8_KV_RE = re.compile(r"^.*Using fp8 data type to store kv cache.*$", re.M)
+VLLM_ATTENTION_BACKEND_RE = re.compile(
+    r"^.*Using (?:AttentionBackendEnum\.)?(?P<backend>[A-Z_][A-Z0-9_]*) (?:attention )?backend\b.*$", re.M)
+VLLM_RAY_WORKER_RE = re.compile(r"^\(RayWorkerWrapper pid=\d+, ip=(?P<ip>[\d.]+)\)", re.M)
+VLLM_CROSS_NODE_RE = re.compile(r"^.*Custom allreduce is disabled because this process group spans across nodes.*$",
+                                re.M)
+VLLM_AUTO_TOOL_RE = re.compile(r"^.*\"auto\" tool choice has been enabled.*$", re.M)
+
+# ---- SGLang -------------------------------------------------------------------------------------
+SGLANG_KV_DTYPE_RE = re.compile(r"^.*Using KV cache dtype: (?P<dtype>torch\.\w+).*$", re.M)
+SGLANG_KV_ALLOC_RE = re.compile(
+    r"^.*?(?:(?P<label>\w+) )?KV Cache is allocated\.(?: dtype: (?P<dtype>[\w.]+),)? #tokens: (?P<tokens>\d+), "
+    r"(?:K size: (?P<k>[\d.]+) GB, V size: (?P<v>[\d.]+) GB|KV size: (?P<kv>[\d.]+) GB).*$", re.M)
+SGLANG_SERVER_ARGS_RE = re.compile(r"server_args=ServerArgs\((?P<args>.*)\)\s*$", re.M)
+SGLANG_ARG_RE = re.compile(r"(?P<key>\w+)=(?P<value>'[^']*'|\"[^\"]*\"|[^,()]+)")
+SGLANG_ACCEPT_RE = re.compile(r"Decode batch.*?accept len: (?P<len>[\d.]+), accept rate: (?P<rate>[\d.]+)")
+SGLANG_CAPACITY_RE = re.compile(r"max_total_num_tokens=(?P<tokens>\d+),.*?context_len=(?P<ctx>\d+)")
+
+# Any FP8/FP4 KV statement in either engine's log; quoted as evidence whatever else the sources say.
+FP8_KV_ANY_RE = re.compile(
+    r"^.*(?:Using fp8 data type to store kv cache|kv_cache_dtype[=:]\s*'?(?:fp8|fp4)\w*|"
+    r"Using KV cache dtype: torch\.float8\w*|KV Cache is allocated\. dtype: (?:torch\.)?(?:float8|fp8|uint8)\w*).*$",
+    re.M | re.I)
+
+
+def normalize_dtype(value: str | None) -> str | None:
+    """One spelling per dtype: bf16/torch.bfloat16 → bfloat16, fp8_e4m3/torch.float8_e4m3fn → fp8, ...
+
+    >>> [normalize_dtype(v) for v in ("bf16", "torch.bfloat16", "fp8_e5m2", "torch.float8_e4m3fn", "auto")]
+    ['bfloat16', 'bfloat16', 'fp8', 'fp8', 'auto']
+    """
+    if value is None:
+        return None
+    v = value.strip().strip("'\"").lower().removeprefix("torch.")
+    if v in {"bf16", "bfloat16"}:
+        return "bfloat16"
+    if v in {"fp16", "float16", "half"}:
+        return "float16"
+    if v in {"fp32", "float32", "float"}:
+        return "float32"
+    if v.startswith(("fp8", "float8")) or v == "uint8":
+        return "fp8"
+    if v.startswith(("fp4", "float4")):
+        return "fp4"
+    return v
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """A fact found in a log, with the line that states it."""
+
+    value: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class VllmLogFacts:
+    """What a vLLM startup log states."""
+
+    version: str | None = None
+    model_dtype: str | None = None
+    kv_cache_dtype: str | None = None
+    tensor_parallel_size: int | None = None
+    served_model_name: str | None = None
+    engine_config_quote: str = ""
+    non_default_args: dict = field(default_factory=dict)
+    non_default_args_quote: str = ""
+    fp8_kv_quotes: tuple[str, ...] = ()
+    attention_backends: tuple[LogLine, ...] = ()
+    ray_worker_ips: tuple[str, ...] = ()
+    cross_node_quote: str = ""
+    auto_tool_choice_quote: str = ""
+
+    @property
+    def tool_call_parser(self) -> str | None:
+        return self.non_default_args.get("tool_call_parser")
+
+    @property
+    def reasoning_parser(self) -> str | None:
+        return self.non_default_args.get("reasoning_parser")
+
+    @property
+    def distributed_executor_backend(self) -> str | None:
+        return self.non_default_args.get("distributed_executor_backend")
+
+
+def _last(pattern: re.Pattern, text: str) -> re.Match | None:
+    """The last match: a log that holds several starts (restarts appended) is judged by its latest."""
+    found = None
+    for found in pattern.finditer(text):  # noqa: B007 - keep the last
+        pass
+    return found
+
+
+def _latest_start(text: str, marker: re.Pattern) -> str:
+    """The part of a log from the latest start marker on (a log file may hold several runs)."""
+    found = _last(marker, text)
+    if found is None:
+        return text
+    line_start = text.rfind("\n", 0, found.start()) + 1
+    return text[line_start:]
+
+
+
+
+
+def parse_vllm_log(text: str) -> VllmLogFacts:
+    """Facts from a vLLM API-server log (the latest start in it)."""
+    text = _latest_start(text, VLLM_NON_DEFAULT_ARGS_RE) if VLLM_NON_DEFAULT_ARGS_RE.search(text) else text
+    facts: dict = {}
+    if engine := _last(VLLM_ENGINE_CONFIG_RE, text):
+        config = engine["config"]
+        facts["version"] = engine["version"]
+        facts["engine_config_quote"] = engine.group(0)
+        if m := VLLM_CONFIG_DTYPE_RE.search(config):
+            facts["model_dtype"] = normalize_dtype(m["dtype"])
+        if m := VLLM_CONFIG_KV_DTYPE_RE.search(config):
+            facts["kv_cache_dtype"] = m["kv"]
+        if m := VLLM_CONFIG_TP_RE.search(config):
+            facts["tensor_parallel_size"] = int(m["tp"])
+        if m := VLLM_CONFIG_SERVED_RE.search(config):
+            facts["served_model_name"] = m["name"].strip()
+    if args := _last(VLLM_NON_DEFAULT_ARGS_RE, text):
+        try:
+            parsed = ast.literal_eval(args["args"])
+        except (ValueError, SyntaxError):
+            parsed = {}
+        if isinstance(parsed, dict):
+            facts["non_default_args"] = parsed
+            facts["non_default_args_quote"] = args.group(0)
+    facts["fp8_kv_quotes"] = tuple(m.group(0).strip() for m in VLLM_FP8_KV_RE.finditer(text))
+    facts["attention_backends"] = tuple(LogLine(m["backend"], m.group(0).strip())
+                                        for m in VLLM_ATTENTION_BACKEND_RE.finditer(text))
+    facts["ray_worker_ips"] = tuple(sorted({m["ip"] for m in VLLM_RAY_WORKER_RE.finditer(text)}))
+    if m := VLLM_CROSS_NODE_RE.search(text):
+        facts["cross_node_quote"] = m.group(0).strip()
+    if m := VLLM_AUTO_TOOL_RE.search(text):
+        facts["auto_tool_choice_quote"] = m.group(0).strip()
+    return VllmLogFacts(**facts)
+
+
+@dataclass(frozen=True)
+class KvAllocation:
+    """One `KV Cache is allocated` line of SGLang."""
+
+    label: str
+    dtype: str | None
+    tokens: int
+    k_gb: float | None
+    v_gb: float | None
+    kv_gb: float | None
+    quote: str
+
+
+@dataclass(frozen=True)
+class SglangLogFacts:
+    """What an SGLang startup log states."""
+
+    kv_dtypes: tuple[LogLine, ...] = ()
+    kv_allocations: tuple[KvAllocation, ...] = ()
+    server_args: dict = field(default_factory=dict)
+    server_args_quote: str = ""
+    accept_lengths: tuple[float, ...] = ()
+    context_len: int | None = None
+    fp8_kv_quotes: tuple[str, ...] = ()
+
+
+def _arg_value(raw: str) -> object:
+    raw = raw.strip()
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw
+
+
+def parse_sglang_log(text: str) -> SglangLogFacts:
+    """Facts from an SGLang server log (the latest start in it)."""
+    text = _latest_start(text, SGLANG_SERVER_ARGS_RE)
+    facts: dict = {}
+    facts["kv_dtypes"] = tuple(LogLine(normalize_dtype(m["dtype"]) or "", m.group(0).strip())
+                               for m in SGLANG_KV_DTYPE_RE.finditer(text))
+    facts["kv_allocations"] = tuple(
+        KvAllocation(m["label"] or "", normalize_dtype(m["dtype"]), int(m["tokens"]),
+                     float(m["k"]) if m["k"] else None, float(m["v"]) if m["v"] else None,
+                     float(m["kv"]) if m["kv"] else None, m.group(0).strip())
+        for m in SGLANG_KV_ALLOC_RE.finditer(text))
+    if args := _last(SGLANG_SERVER_ARGS_RE, text):
+        facts["server_args"] = {m["key"]: _arg_value(m["value"]) for m in SGLANG_ARG_RE.finditer(args["args"])}
+        facts["server_args_quote"] = args.group(0)[:400]
+    facts["accept_lengths"] = tuple(float(m["len"]) for m in SGLANG_ACCEPT_RE.finditer(text))
+    if m := _last(SGLANG_CAPACITY_RE, text):
+        facts["context_len"] = int(m["ctx"])
+    facts["fp8_kv_quotes"] = tuple(m.group(0).strip()[:300] for m in FP8_KV_ANY_RE.finditer(text))
+    return SglangLogFacts(**facts)

@@ -1,0 +1,174 @@
+"""SGLang: `/server_info` (falling back to the deprecated `/get_server_info`), `/model_info`, `/v1/models`,
+`/metrics` (only with --enable-metrics) and the startup log.
+
+Formats: SGLang 0.5.9 / 0.5.10.post1 / 0.5.23 per ../shared/reference/engine.md §1. Version branches:
+before 0.5.23 the KV dtype is logged as `Using KV cache dtype: torch.X`; from 0.5.23 that line is gone
+and the dtype is in the `KV Cache is allocated. dtype: X` line instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from ..errors import EndpointError
+from .base import EngineAdapter, Fact, KvEvidence, NotExposed
+from .logs import SglangLogFacts, normalize_dtype, parse_sglang_log
+from .metrics import Metrics, delta
+
+SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"
+GENERATION_TOKENS = "sglang:generation_tokens"
+SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"
+ALLOC_DTYPE_SINCE = (0, 5, 23)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """`0.5.10.post1` → (0, 5, 10); unparseable parts end the tuple.
+
+    >>> version_tuple("0.5.10.post1"), version_tuple("0.5.23")
+    ((0, 5, 10), (0, 5, 23))
+    """
+    parts = []
+    for part in version.split("."):
+        m = re.match(r"\d+", part)
+        if not m:
+            break
+        parts.append(int(m.group(0)))
+        if m.group(0) != part:
+            break
+    return tuple(parts)
+
+
+class SglangAdapter(EngineAdapter):
+    """Facts of an SGLang endpoint."""
+
+    kind = "sglang"
+
+    @functools.cached_property
+    def server_info(self) -> dict:
+        """GET /server_info, or /get_server_info on servers that predate it (404)."""
+        for path in ("/server_info", "/get_server_info"):
+            response = self.request("GET", path)
+            if response.status_code == 404:
+                continue
+            if response.status_code >= 400:
+                raise EndpointError(f"[{self.spec.name}] GET {path}: HTTP {response.status_code}: "
+                                    f"{response.text[:300]!r}")
+            try:
+                data = response.json()
+            except ValueError:
+                raise EndpointError(f"[{self.spec.name}] GET {path}: not JSON: {response.text[:200]!r}") from None
+            if not isinstance(data, dict):
+                raise EndpointError(f"[{self.spec.name}] GET {path}: not a JSON object")
+            self._server_info_path = path
+            return data
+        raise EndpointError(f"[{self.spec.name}] neither /server_info nor /get_server_info exists (404): "
+                            "is this an SGLang server?")
+
+    def _info_fact(self, key: str) -> Fact:
+        info = self.server_info
+        if key not in info:
+            raise NotExposed(f"[{self.spec.name}] {self._server_info_path} has no `{key}` (SGLang {self._ver})")
+        return Fact(info[key], f"{self._server_info_path} {key}", f'"{key}": {info[key]!r}')
+
+    @property
+    def _ver(self) -> str:
+        return str(self.server_info.get("version", "?"))
+
+    @functools.cached_property
+    def version(self) -> Fact:
+        return self._info_fact("version")
+
+    @functools.cached_property
+    def log(self) -> SglangLogFacts:
+        return parse_sglang_log(self.log_text)
+
+    def _internal_states(self) -> list[dict]:
+        states = self.server_info.get("internal_states")
+        return [s for s in states if isinstance(s, dict)] if isinstance(states, list) else []
+
+    def model_dtype(self) -> Fact:
+        return self._info_fact("dtype")
+
+    def kv_cache_evidence(self) -> list[KvEvidence]:
+        """(1) `internal_states[*].kv_cache_dtype` (the scheduler's resolved copy); (2) the startup log."""
+        evidence: list[KvEvidence] = []
+        self.server_info  # noqa: B018 - resolves which server-info path answers
+        path = self._server_info_path
+        for i, state in enumerate(self._internal_states()):
+            if "kv_cache_dtype" in state:
+                raw = str(state["kv_cache_dtype"])
+                evidence.append(KvEvidence(f"{path} internal_states[{i}].kv_cache_dtype", raw,
+                                           _sglang_resolved(raw), f'"kv_cache_dtype": "{raw}"'))
+        try:
+            log = self.log
+        except NotExposed:
+            return evidence
+        if version_tuple(self._ver) >= ALLOC_DTYPE_SINCE:
+            for alloc in log.kv_allocations:
+                if alloc.dtype:
+                    evidence.append(KvEvidence("engine log: KV Cache is allocated. dtype:", alloc.dtype,
+                                               alloc.dtype, alloc.quote))
+        else:
+            for line in log.kv_dtypes:
+                evidence.append(KvEvidence("engine log: Using KV cache dtype:", line.value, line.value, line.quote))
+        return evidence
+
+    def kv_fp8_quotes(self) -> list[str]:
+        quotes = []
+        top = str(self.server_info.get("kv_cache_dtype", ""))
+        if normalize_dtype(top) in {"fp8", "fp4"}:
+            quotes.append(f'{self._server_info_path} "kv_cache_dtype": "{top}"')
+        for i, state in enumerate(self._internal_states()):
+            if normalize_dtype(str(state.get("kv_cache_dtype", ""))) in {"fp8", "fp4"}:
+                quotes.append(f'internal_states[{i}] "kv_cache_dtype": "{state["kv_cache_dtype"]}"')
+        try:
+            quotes += list(self.log.fp8_kv_quotes)
+        except NotExposed:
+            pass
+        return quotes
+
+    def attention_backend(self) -> Fact:
+        return self._info_fact("attention_backend")
+
+    def speculative(self) -> dict[str, Fact]:
+        keys = {"algorithm": "speculative_algorithm", "num_steps": "speculative_num_steps",
+                "eagle_topk": "speculative_eagle_topk", "num_draft_tokens": "speculative_num_draft_tokens"}
+        return {name: self._info_fact(key) for name, key in keys.items()}
+
+    def tool_call_parser(self) -> Fact:
+        return self._info_fact("tool_call_parser")
+
+    def reasoning_parser(self) -> Fact:
+        return self._info_fact("reasoning_parser")
+
+    def tensor_parallel_size(self) -> Fact:
+        return self._info_fact("tp_size")
+
+    def nodes(self) -> Fact:
+        return self._info_fact("nnodes")
+
+    def acceptance_snapshot(self) -> Metrics:
+        return self.metrics()
+
+    def accept_length(self, before: Metrics, after: Metrics) -> Fact:
+        """Over this run's traffic: Δgeneration_tokens / Δspec_verify_calls (0.5.23); else the
+        `sglang:spec_accept_length` gauge after the traffic, which covers the last 40-step window only."""
+        tokens, verifies = delta(before, after, GENERATION_TOKENS), delta(before, after, SPEC_VERIFY_CALLS)
+        if tokens is not None and verifies:
+            return Fact(round(tokens / verifies, 3), "/metrics Δgeneration_tokens/Δspec_verify_calls",
+                        f"Δ{GENERATION_TOKENS}={tokens:g}, Δ{SPEC_VERIFY_CALLS}={verifies:g}")
+        gauge = after.total(SPEC_ACCEPT_LENGTH)
+        if gauge is None:
+            raise NotExposed(f"[{self.spec.name}] /metrics has no {SPEC_ACCEPT_LENGTH} (needs --enable-metrics "
+                             "and speculative decoding)")
+        if not tokens:
+            return Fact(None, f"/metrics {SPEC_ACCEPT_LENGTH}", "no tokens generated between the scrapes")
+        return Fact(round(gauge, 3), f"/metrics {SPEC_ACCEPT_LENGTH} (last 40-step window, after this run's "
+                    f"{tokens:g} generated tokens)", f"{SPEC_ACCEPT_LENGTH} {gauge:g}")
+
+
+def _sglang_resolved(raw: str) -> str | None:
+    """SGLang's scheduler copy says the dtype in use; `auto` there means the model dtype (not resolvable here)."""
+    value = normalize_dtype(raw)
+    return None if value == "auto" else value

@@ -1,0 +1,148 @@
+"""Judge one tool-call answer: validity (what any client needs) and accuracy (the calls asked for).
+
+Valid: at least one tool call; every call's `arguments` is a JSON object that validates against its
+tool's schema (jsonschema); the answer is not truncated, even when the engine says
+`finish_reason="tool_calls"` (vLLM masks `length` that way, engine.md §2.6): `completion_tokens` must be
+below `max_tokens`; no tool-call markup leaks into `content` or reasoning; a streamed answer joins to the
+same calls as the non-streamed one. Accurate: valid, and the calls equal the expected calls exactly
+(names and argument values; order-free for parallel calls).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from jsonschema import Draft202012Validator
+
+from .catalogue import MARKUP_SENTINELS, ToolCase
+from .stream import REASONING_KEYS
+
+EXCERPT_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason an answer is not valid or not accurate, with a short quoted excerpt."""
+
+    kind: str
+    """no_tool_call, http_error, not_json, not_object, schema, truncated, markup_leak, stream_mismatch,
+    unknown_tool, wrong_calls."""
+    detail: str
+    excerpt: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail}" + (f" | {self.excerpt!r}" if self.excerpt else "")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The parts of a chat completion a judge needs, from either a JSON body or a joined stream."""
+
+    content: str
+    reasoning: str
+    tool_calls: list[dict]
+    finish_reason: str | None
+    completion_tokens: int | None
+
+    @classmethod
+    def from_completion(cls, body: dict) -> Answer:
+        choice = (body.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        reasoning = next((message[k] for k in REASONING_KEYS if message.get(k)), "")
+        return cls(message.get("content") or "", reasoning or "", message.get("tool_calls") or [],
+                   choice.get("finish_reason"), (body.get("usage") or {}).get("completion_tokens"))
+
+    @classmethod
+    def from_stream(cls, chat) -> Answer:
+        return cls(chat.content, chat.reasoning, chat.tool_calls, chat.finish_reason,
+                   (chat.usage or {}).get("completion_tokens"))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement of one answer."""
+
+    is_valid: bool
+    is_accurate: bool
+    problems: list[Problem] = field(default_factory=list)
+    calls: list[tuple[str, object]] = field(default_factory=list)
+    """(name, parsed arguments) as they came back."""
+
+
+def excerpt(text: str, needle: str = "", limit: int = EXCERPT_CHARS) -> str:
+    """A short quote of `text`, around `needle` when given."""
+    if needle and needle in text:
+        at = text.index(needle)
+        start = max(0, at - limit // 2)
+        return ("…" if start else "") + text[start:start + limit] + ("…" if start + limit < len(text) else "")
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def judge(case: ToolCase, answer: Answer, *, max_tokens: int, reference: list[tuple[str, object]] | None = None
+          ) -> Verdict:
+    """Judge `answer` to `case`; `reference` (the non-streamed calls) turns on the stream-parity check."""
+    problems: list[Problem] = []
+    calls: list[tuple[str, object]] = []
+    if not answer.tool_calls:
+        problems.append(Problem("no_tool_call", f"finish_reason={answer.finish_reason}",
+                                excerpt(answer.content or answer.reasoning)))
+    for index, call in enumerate(answer.tool_calls):
+        function = call.get("function") or {}
+        name, raw = function.get("name"), function.get("arguments")
+        where = f"call {index} ({name})"
+        if not isinstance(raw, str):
+            problems.append(Problem("not_json", f"{where}: arguments is {type(raw).__name__}, not a JSON string"))
+            calls.append((name, raw))
+            continue
+        try:
+            args = json.loads(raw)
+        except json.JSONDecodeError as error:
+            kind = "truncated" if raw.strip() and raw.strip()[-1] not in "}]" else "not_json"
+            problems.append(Problem(kind, f"{where}: arguments do not parse ({error.msg} at {error.pos} of "
+                                    f"{len(raw)} chars)", excerpt(raw[max(0, error.pos - 80):])))
+            calls.append((name, raw))
+            continue
+        calls.append((name, args))
+        if not isinstance(args, dict):
+            problems.append(Problem("not_object", f"{where}: arguments are a JSON {type(args).__name__}",
+                                    excerpt(raw)))
+            continue
+        schema = case.schema_for(name) if name else None
+        if schema is None:
+            problems.append(Problem("unknown_tool", f"{where}: no such tool in the request", excerpt(raw)))
+            continue
+        errors = sorted(Draft202012Validator(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
+        if errors:
+            first = errors[0]
+            path = "/".join(str(p) for p in first.absolute_path) or "<root>"
+            problems.append(Problem("schema", f"{where}: {len(errors)} schema error(s); at {path}: "
+                                    f"{first.message[:200]}", excerpt(raw)))
+    if answer.finish_reason == "length":
+        problems.append(Problem("truncated", "finish_reason=length", excerpt(answer.content[-EXCERPT_CHARS:])))
+    elif answer.completion_tokens is not None and answer.completion_tokens >= max_tokens:
+        problems.append(Problem("truncated", f"finish_reason={answer.finish_reason} but completion_tokens="
+                                f"{answer.completion_tokens} reached max_tokens={max_tokens}"))
+    for field_name, text in (("content", answer.content), ("reasoning", answer.reasoning)):
+        leaked = [s for s in MARKUP_SENTINELS if s in text]
+        if leaked:
+            problems.append(Problem("markup_leak", f"{field_name} holds {leaked}", excerpt(text, leaked[0])))
+    if reference is not None:
+        got = sorted(_canonical([n, a]) for n, a in calls)
+        want = sorted(_canonical([n, a]) for n, a in reference)
+        if got != want:
+            problems.append(Problem("stream_mismatch", "streamed deltas do not join to the non-streamed calls",
+                                    excerpt(f"stream={got} non-stream={want}")))
+    is_valid = not problems
+    wrong = []
+    if is_valid:
+        got = sorted(_canonical([n, a]) for n, a in calls)
+        want = sorted(_canonical([e.name, e.arguments]) for e in case.expected)
+        if got != want:
+            wrong.append(Problem("wrong_calls", f"{len(calls)} call(s), expected {len(case.expected)}; values differ",
+                                 excerpt(f"got={got}")))
+    return Verdict(is_valid, is_valid and not wrong, problems + wrong, calls)

@@ -1,0 +1,54 @@
+"""The engine runs with the flags the deployment's decisions depend on: attention backend, speculative
+decoding, parallelism, model dtype."""
+
+import pytest
+
+pytestmark = [pytest.mark.serving, pytest.mark.smoke]
+
+SPEC_HINTS = {
+    "algorithm": "--speculative-algorithm (SGLang reports NEXTN as EAGLE)",
+    "num_steps": "--speculative-num-steps (kpro6: 4 was chosen; 5 OOM-looped)",
+    "eagle_topk": "--speculative-eagle-topk",
+    "num_draft_tokens": "--speculative-num-draft-tokens (= steps + 1 when topk is 1)",
+}
+
+
+def test_attention_backend_matches(endpoint, engine, expect, declared):
+    expected = declared(endpoint.expect.attention_backend, "expect.attention_backend")
+    fact = engine.attention_backend()
+    expect(endpoint.name, "serving.attention_backend", expected=expected, observed=fact.value,
+           hint="--attention-backend triton: flashinfer cannot serve the hybrid GDN model",
+           evidence=f"{fact.source}: {fact.quote}")
+
+
+@pytest.mark.parametrize("setting", list(SPEC_HINTS))
+def test_speculative_setting_matches(endpoint, engine, expect, declared, setting):
+    spec = declared(endpoint.expect.speculative, "expect.speculative")
+    expected = declared(getattr(spec, setting), f"expect.speculative.{setting}")
+    facts = engine.speculative()
+    fact = facts.get(setting)
+    observed = fact.value if fact else f"not reported (engine reports {sorted(facts)})"
+    expect(endpoint.name, f"serving.speculative.{setting}", expected=expected, observed=observed,
+           hint=SPEC_HINTS[setting], evidence=f"{fact.source}: {fact.quote}" if fact else "")
+
+
+def test_tensor_parallel_size_matches(endpoint, engine, expect, declared):
+    expected = declared(endpoint.expect.tensor_parallel_size, "expect.tensor_parallel_size")
+    fact = engine.tensor_parallel_size()
+    expect(endpoint.name, "serving.parallel.tensor_parallel_size", expected=expected, observed=fact.value,
+           hint="--tensor-parallel-size / --tp", evidence=f"{fact.source}: {fact.quote}")
+
+
+def test_node_count_matches(endpoint, engine, expect, declared):
+    expected = declared(endpoint.expect.nodes, "expect.nodes")
+    fact = engine.nodes()
+    expect(endpoint.name, "serving.parallel.nodes", expected=expected, observed=fact.value,
+           hint="TP across nodes needs --distributed-executor-backend ray and every Ray node ALIVE "
+                "(`ray list nodes`)", evidence=f"{fact.source}: {fact.quote}")
+
+
+def test_model_dtype_matches(endpoint, engine, expect, declared):
+    expected = declared(endpoint.expect.dtype, "expect.dtype")
+    fact = engine.model_dtype()
+    expect(endpoint.name, "serving.model.dtype", expected=expected, observed=fact.value, hint="--dtype",
+           evidence=f"{fact.source}: {fact.quote[:300]}")

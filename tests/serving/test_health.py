@@ -1,0 +1,33 @@
+"""The endpoint is up, generates for real, and is the engine the inventory says."""
+
+import pytest
+
+pytestmark = [pytest.mark.serving, pytest.mark.smoke]
+
+
+def test_health_answers_200(endpoint, engine, expect):
+    health = engine.probe_health()
+    expect(endpoint.name, "serving.health", expected=200, observed=health.value,
+           hint="a server that accepts connections but never answers is hung: check the engine log and "
+                "`ss -tnp` on its port; a refused connection means it is down", evidence=health.quote)
+
+
+def test_tiny_generation_returns_text(endpoint, engine, expect):
+    body = engine.generate("Reply with the word OK.", max_tokens=8)
+    choice = (body.get("choices") or [{}])[0]
+    text = (choice.get("message") or {}).get("content") or ""
+    tokens = (body.get("usage") or {}).get("completion_tokens", 0)
+    expect(endpoint.name, "serving.generation.tokens", expected="> 0 completion tokens with text",
+           observed=f"{tokens} tokens, finish_reason={choice.get('finish_reason')}: {text[:80]!r}",
+           ok=tokens > 0 and bool(text.strip()), hint="the engine accepts requests but produces nothing; read its log")
+
+
+def test_engine_is_the_declared_kind(endpoint, engine, expect):
+    from llmval.engines import detect_engine
+
+    detected = detect_engine(engine)
+    expect(endpoint.name, "serving.engine.kind", expected=endpoint.engine, observed=detected.value,
+           hint="the port serves a different engine than the inventory says (another container on it?)",
+           evidence=f"{detected.source}: {detected.quote}")
+    if endpoint.engine != "openai":
+        expect.measure(endpoint.name, "serving.engine.version", engine.version.value)
