@@ -137,8 +137,13 @@ def _done(results: dict) -> Section:
     return section
 
 
+def _clip(text: str, limit: int = 240) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _failing(results: dict) -> Section:
     section = Section("Failing", level=3, note="broken contract (FAIL) or could not check (ERROR), with the cause")
+    same_cause: dict[tuple[str, str], Item] = {}
     for test in results.get("tests", []):
         outcome = test.get("outcome")
         if outcome not in {"failed", "error"} or any(b.get("state") == LIFTED for b in test.get("blockers", [])):
@@ -152,14 +157,19 @@ def _failing(results: dict) -> Section:
             if hint := HINT_RE.search(message):
                 detail.append(f"fix: {hint.group('hint')}")
             if record.get("evidence"):
-                detail.append(f"evidence: {record['evidence']}")
+                detail.append(f"evidence: {_clip(record['evidence'])}")
             section.items.append(Item(text, FAIL, detail))
         else:
             state = ERROR if outcome == "error" or "could not check" in message else FAIL
             label = "could not check" if state == ERROR else "failed"
-            cause = _first_line(message).removeprefix("could not check ").removeprefix("E ")[:300]
-            section.items.append(Item(f"`{test['nodeid']}` — {label}: {cause}", state,
-                                      [line.strip() for line in message.splitlines()[1:4] if line.strip()]))
+            cause = _clip(_first_line(message).removeprefix("could not check ").removeprefix("E "), 300)
+            if (state, cause) in same_cause:  # one item per cause, naming every test it stopped
+                same_cause[(state, cause)].detail.insert(0, f"also: `{test['nodeid']}`")
+                continue
+            item = Item(f"`{test['nodeid']}` — {label}: {cause}", state,
+                        [_clip(line.strip()) for line in message.splitlines()[1:3] if line.strip()])
+            same_cause[(state, cause)] = item
+            section.items.append(item)
     if not section.items:
         section.items.append(Item("nothing failing", OK))
     return section
