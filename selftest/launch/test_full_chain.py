@@ -1,0 +1,78 @@
+"""kpro6 launch and teardown through the REAL transports (testinfra ssh, the pct backend), against stand-in
+host tools on PATH (`fake_tool.py`: ssh, pct, systemctl, journalctl, nvidia-smi, fuser, pkill).
+
+What the fake Connection tests cannot show: the command as it arrives at each hop — ssh to the Proxmox node,
+then `pct exec 129 -- ...` into the container — including the pct backend's `/bin/sh -c` wrapping.
+"""
+
+from __future__ import annotations
+
+import glob
+import sys
+from pathlib import Path
+
+from llmval.inventory import load_inventory
+from llmval.launch import Stack
+from llmval.transport import connect
+from selftest.launch.fakes import FakeClock, ProbeAfter, never_open
+from selftest.launch.helpers import ROOT
+
+TOOLS = ["ssh", "pct", "systemctl", "journalctl", "nvidia-smi", "fuser", "pkill"]
+
+
+def _stand_in_tools(folder: Path) -> Path:
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    for tool in TOOLS:
+        wrapper = bin_dir / tool
+        wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {ROOT / "selftest/launch/fake_tool.py"} {tool} "$@"\n')
+        wrapper.chmod(0o755)
+    return bin_dir
+
+
+def test_kpro6_commands_arrive_at_the_node_and_in_ct129_exactly_so(tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setenv("PATH", f"{_stand_in_tools(tmp_path)}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_STATE", str(state))
+    inventory = load_inventory(ROOT / "inventories" / "kpro6.toml")
+    connections = {}
+
+    def connection_to(name):
+        return connections.setdefault(name, connect(inventory.host(name), inventory=inventory))
+
+    clock = FakeClock()
+    stack = Stack(inventory, connection_to, tmp_path / "launch", allow_destructive=True, say=lambda _: None,
+                  probe=ProbeAfter(2), is_port_open=never_open, clock=clock, sleep=clock.sleep)
+    stack.launch()
+    stack.stop()
+    show = "systemctl show -p NRestarts -p ActiveState -p SubState -p ExecMainStatus sglang.service"
+    journal = "journalctl -u sglang.service -n 20 --no-pager -o cat --show-cursor"
+    gpu_query = "nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits"
+    assert (state / "calls.log").read_text().splitlines() == [
+        "ssh: 10.1.2.6 pct exec 129 -- systemctl is-active sglang.service",
+        "pct: exec 129 -- systemctl is-active sglang.service",
+        "systemctl [ct 129]: is-active sglang.service",
+        "ssh: 10.1.2.6 pct exec 129 -- systemctl start sglang.service",
+        "pct: exec 129 -- systemctl start sglang.service",
+        "systemctl [ct 129]: start sglang.service",
+        # readiness watch through the pct backend: ssh to the node, pct exec, /bin/sh -c in the container
+        f"ssh: 10.1.2.6 pct exec 129 -- /bin/sh -c '{show}'",
+        f"pct: exec 129 -- /bin/sh -c {show}",
+        f"systemctl [ct 129]: {show.removeprefix('systemctl ')}",
+        f"ssh: 10.1.2.6 pct exec 129 -- /bin/sh -c '{journal}'",
+        f"pct: exec 129 -- /bin/sh -c {journal}",
+        f"journalctl [ct 129]: {journal.removeprefix('journalctl ')}",
+        # teardown: stop the unit, kill zombie workers from the host, free /dev/nvidia*, GPUs back to idle
+        "ssh: 10.1.2.6 pct exec 129 -- systemctl stop sglang.service",
+        "pct: exec 129 -- systemctl stop sglang.service",
+        "systemctl [ct 129]: stop sglang.service",
+        "ssh: 10.1.2.6 pct exec 129 -- pkill -9 -e -f python3",
+        "pct: exec 129 -- pkill -9 -e -f python3",
+        "pkill [ct 129]: -9 -e -f python3",
+        "ssh: 10.1.2.6 fuser -k /dev/nvidia*",
+        f"fuser: -k {' '.join(sorted(glob.glob('/dev/nvidia*'))) or '/dev/nvidia*'}",  # the node's shell expands it
+        f"ssh: 10.1.2.6 {gpu_query}",
+        f"nvidia-smi: {gpu_query.removeprefix('nvidia-smi ')}",
+    ]
+    assert stack.summary.teardown_problems == []
