@@ -11,7 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from llmval.errors import CommandTimeout
 from llmval.recording import CommandResult
+
+TIMEOUT_RC = -9
+"""An answer with this exit code raises CommandTimeout, as a real Connection does for a hung command."""
 
 
 @dataclass
@@ -70,6 +74,8 @@ class FakeConnection:
         for rule in self.hosts.rules:
             if rule.host == self.name and re.search(rule.pattern, command):
                 rc, out = rule.answer()
+                if rc == TIMEOUT_RC:
+                    raise CommandTimeout(self.name, command, f"no answer within {timeout_s} s (killed)")
                 return CommandResult(self.name, command, rc, out, "", 0.01)
         return CommandResult(self.name, command, 0, "", "", 0.01)
 

@@ -32,7 +32,7 @@ def _importable_from_the_repo(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
 
 
-@pytest.mark.parametrize("args", [(), ("--launch",), ("--allow-destructive",)], ids=["plain", "launch", "destructive"])
+@pytest.mark.parametrize("args", [("--launch",), ("--allow-destructive",)], ids=["launch-only", "destructive-only"])
 def test_destructive_tests_are_skipped_without_both_flags(pytester, args):
     result = _run(pytester, *args)
     result.assert_outcomes(skipped=1)

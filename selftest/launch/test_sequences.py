@@ -13,7 +13,7 @@ import pytest
 from llmval.errors import HostError, NotReady
 from llmval.inventory import load_inventory
 from llmval.launch import CrashLoop, Hung, PortInUse, Stack, TeardownError
-from selftest.launch.fakes import FakeClock, FakeHosts, ProbeAfter, never_open
+from selftest.launch.fakes import TIMEOUT_RC, FakeClock, FakeHosts, ProbeAfter, never_open
 
 ROOT = Path(__file__).resolve().parents[2]
 KPRO6 = load_inventory(ROOT / "inventories" / "kpro6.toml")
@@ -215,6 +215,12 @@ def test_spark_one_alive_ray_node_fails_the_wait_and_still_tears_down_in_reverse
         ("spark2", "docker rm -f vllm-qwen35"),
         ("spark1", "docker rm -f vllm-qwen35"),
     ]
+
+
+def test_spark_ray_status_that_hangs_once_is_retried_within_the_wait(tmp_path):
+    hosts = _spark_hosts().on("spark1", r"ray status", (TIMEOUT_RC, ""), (0, RAY_TWO_NODES))
+    _stack(SPARK, hosts, tmp_path, probe=ProbeAfter(1)).launch()
+    assert hosts.commands("spark1").count("docker exec vllm-qwen35 ray status") == 2
 
 
 def test_spark_restarting_worker_container_is_a_crash_loop(tmp_path):

@@ -283,15 +283,20 @@ class Stack:
         started = self.clock()
         deadline = started + step.timeout_s
         while True:
-            result = self._exec(step, command, phase, None)
-            satisfied, seen = self._condition(step, result.rc, result.stdout)
+            rc = None
+            try:
+                result = self._exec(step, command, phase, None)
+                rc = result.rc
+                satisfied, seen = self._condition(step, result.rc, result.stdout)
+            except HostError as error:  # a slow or unreachable answer is one more failed look, not the end
+                satisfied, seen = False, str(error).splitlines()[0]
             if satisfied:
-                self._record(StepRecord(phase, step.host, step.label, command, "ok", result.rc,
+                self._record(StepRecord(phase, step.host, step.label, command, "ok", rc,
                                         round(self.clock() - started, 2)))
                 self.say(f"[launch] {phase}: '{step.label}' satisfied: {seen}")
                 return
             if self.clock() >= deadline:
-                self._record(StepRecord(phase, step.host, step.label, command, "not-satisfied", result.rc,
+                self._record(StepRecord(phase, step.host, step.label, command, "not-satisfied", rc,
                                         round(self.clock() - started, 2)))
                 raise NotReady(f"[{step.host}] {phase} step '{step.label}' not satisfied within "
                                f"{step.timeout_s:g} s\n  expected: {self._wanted(step)}\n  observed: {seen}\n"
