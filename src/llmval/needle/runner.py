@@ -76,9 +76,9 @@ class NiahRunner:
         return [self.results[c.id] for c in self.cells]
 
     def _measure(self, cell: Cell) -> CellResult:
-        if self._started_monotonic is None:
+        if self._started_monotonic is None:  # the grid's clock starts with its first cell
             self.started, self._started_monotonic = dt.datetime.now(dt.UTC), time.monotonic()
-        elapsed = time.monotonic() - self._started_monotonic
+        elapsed = time.monotonic() - self._started_monotonic if self.results else 0.0
         index = self.cells.index(cell) + 1
         if self.spec.budget_s is not None and elapsed > self.spec.budget_s:
             error = f"the grid's time budget ({self.spec.budget_s:.0f} s, niah.budget_s) was spent before this cell"
@@ -94,10 +94,10 @@ class NiahRunner:
         took = time.monotonic() - began
         self.measure_s += took
         verdict = "error" if result.error else ("pass" if result.is_pass else "MISS")
-        answers = "; ".join(f"{t.answer.strip()[:40]!r}" for t in result.trials)
+        answers = "; ".join(f"expected {t.expected}, answered {_tail(t.answer)!r}" for t in result.trials)
         tokens = "/".join(str(t.prompt_tokens) for t in result.trials)
         self.progress(f"niah {cell.id} [{index}/{len(self.cells)}]: {verdict} "
-                      f"({tokens} prompt tokens, {took:.1f} s) answer {answers}"
+                      f"({tokens} prompt tokens, {took:.1f} s): {answers}"
                       + (f" error {result.error[:200]}" if result.error else ""))
         return result
 
@@ -148,6 +148,12 @@ class NiahRunner:
             },
             "gates": [dataclasses.asdict(v) for v in evaluate_gates(self.spec, ok)] if complete else None,
         }
+
+
+def _tail(answer: str, limit: int = 60) -> str:
+    """The end of an answer (where the value usually is), on one line."""
+    text = " ".join(answer.split())
+    return text if len(text) <= limit else "…" + text[-limit:]
 
 
 def _cell_json(cell: Cell) -> dict:
