@@ -8,6 +8,7 @@ run) plus a small planted test module that states verdicts through `expect`, wit
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -142,26 +143,30 @@ def test_planted_secrets_never_reach_any_report(pytester, monkeypatch):
 
 
 @pytest.mark.engine
-def test_two_smoke_runs_on_the_engine_diff_a_renamed_model_and_a_raised_gate(pytester, live_engine):
-    """Run 1 as declared; run 2 with the served model renamed and a gate raised in the inventory."""
-    first = run_smoke(pytester, live_engine)
+def test_two_runs_on_the_engine_diff_a_renamed_model_and_a_raised_gate(pytester):
+    """On the shared local engine (read-only /v1/models): run 1 as declared; run 2 with the served model
+    renamed and a perf gate raised in the inventory. The second status.md lists both and the broken verdict."""
+    local = ROOT / "inventories" / "local.toml"
+    first = run_model_checks(pytester, local)
     assert first.ret == pytest.ExitCode.OK, first.stdout.str()[-3000:]
-    text = Path(live_engine).read_text()
-    edited = pytester.path / "edited.toml"
-    edited.write_text(text.replace('model = "smollm2"', 'model = "smollm2-renamed"')
-                      .replace("max_model_len = 8192", "max_model_len = 16384"))
-    second = run_smoke(pytester, edited)
+    edited = pytester.path / "local-edited.toml"
+    text = local.read_text()
+    assert 'model = "smollm2"' in text and "decode_tok_s_c1_min = " in text
+    text = text.replace('model = "smollm2"', 'model = "smollm2-renamed"')
+    text = re.sub(r"decode_tok_s_c1_min = [0-9.]+", "decode_tok_s_c1_min = 100000", text)
+    edited.write_text(text)
+    second = run_model_checks(pytester, edited)
     assert second.ret == pytest.ExitCode.TESTS_FAILED
     status = (pytester.path / "reports" / "status.md").read_text()
     assert "endpoints[local-vllm].model: smollm2 → smollm2-renamed (served model renamed)" in status
-    assert "endpoints[local-vllm].max_model_len: 8192 → 16384" in status
+    assert re.search(r"perf\[local-vllm\]\.decode_tok_s_c1_min: [0-9.]+ → 100000(\.0)? \(gate raised\)", status)
     assert "passed → failed (broke)" in status
-    assert "❌ `serving.model.id` on local-vllm" in status
+    assert "❌ `serving.model.id` on local-vllm: expected [\"smollm2-renamed\"], observed [\"smollm2\"]" in status
 
 
-def run_smoke(pytester: pytest.Pytester, inventory: Path) -> pytest.RunResult:
+def run_model_checks(pytester: pytest.Pytester, inventory: Path) -> pytest.RunResult:
     pytester.chdir()
     return pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
                         "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "--inventory", str(inventory),
-                        "--reports", str(pytester.path / "reports"), "-m", "smoke", str(ROOT / "tests" / "serving"),
+                        "--reports", str(pytester.path / "reports"), str(ROOT / "tests" / "serving" / "test_model.py"),
                         timeout=300)
