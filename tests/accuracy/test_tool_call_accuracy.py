@@ -21,7 +21,7 @@ def test_tool_call_accuracy_rate(endpoint, tool_call_sweep, expect, variant, cat
     cell = tool_call_sweep.cell(variant, category)
     expect.measure(endpoint.name, f"toolcalls.{variant}.{category}.accuracy", round(cell.accuracy or 0, 3),
                    f"of {cell.samples}")
-    expect(endpoint.name, f"accuracy.tool_calls.{variant}.{category}", expected=f">= {gate}",
+    expect(endpoint.name, f"accuracy.tool_calls.{category}.{variant}", expected=f">= {gate}",
            observed=f"{cell.accurate}/{cell.samples} = {cell.accuracy or 0:.2f}; problems {cell.problems}",
            ok=cell.samples > 0 and (cell.accuracy or 0) >= gate,
            hint="see reports/toolcalls/<endpoint>/ for each wrong answer", evidence=" || ".join(cell.examples))

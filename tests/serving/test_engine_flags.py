@@ -16,7 +16,7 @@ SPEC_HINTS = {
 def test_attention_backend_matches(endpoint, engine, expect, declared):
     expected = declared(endpoint.expect.attention_backend, "expect.attention_backend")
     fact = engine.attention_backend()
-    expect(endpoint.name, "serving.attention_backend", expected=expected, observed=fact.value,
+    expect(endpoint.name, "serving.attention.backend", expected=expected, observed=fact.value,
            hint="--attention-backend triton: flashinfer cannot serve the hybrid GDN model",
            evidence=f"{fact.source}: {fact.quote}")
 

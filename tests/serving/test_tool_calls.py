@@ -20,7 +20,7 @@ def test_tool_call_validity_rate(endpoint, tool_call_sweep, expect, variant, cat
     gate = endpoint.tool_calls.gate("validity", variant, category)
     expect.measure(endpoint.name, f"toolcalls.{variant}.{category}.validity", round(cell.validity or 0, 3),
                    f"of {cell.samples}")
-    expect(endpoint.name, f"serving.tool_calls.{variant}.{category}.validity", expected=f">= {gate}",
+    expect(endpoint.name, f"serving.tool_calls.{category}.{variant}.validity", expected=f">= {gate}",
            observed=f"{cell.valid}/{cell.samples} = {cell.validity or 0:.2f}; problems {cell.problems}",
            ok=cell.samples > 0 and (cell.validity or 0) >= gate,
            hint="read the saved answers; schema errors with free tools: send tools with strict=true; truncation: "
