@@ -199,8 +199,9 @@ def _blocked(results: dict, inventory: Inventory) -> Section:
             detail.append(f"revisit decision: {blocker.revisit or '(none named)'}")
         elif holds:
             state = XFAIL
+        if holds:
             detail += [f"still holds: `{b['check']}` on {b['subject']} observed {b.get('observed')}" for b in holds]
-        else:
+        if not holds and not lifted:
             state = UNCHECKED
             detail.append(f"not checked this run (no test stated `{blocker.check}`)")
         if blocker.workaround:
