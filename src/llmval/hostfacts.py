@@ -264,7 +264,7 @@ class HostFacts:
 
 # ---- model-file identity: sizes and sha256 on every node in parallel, with a cache -------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class FileDigest:
     relpath: str
     size: int

@@ -1,0 +1,32 @@
+"""Run `tests/hosts` in a subprocess (pytester) and read what it concluded from its results JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from selftest.strategies import ROOT
+
+REPLAYS = ROOT / "selftest" / "data" / "replays" / "hosts"
+INVENTORIES = ROOT / "selftest" / "data" / "inventories"
+
+
+def run_hosts(pytester: pytest.Pytester, *args: str, timeout: float = 300) -> tuple[pytest.RunResult, dict]:
+    """Run the host contract; return the run and {nodeid: (outcome, message)} from results.json."""
+    pytester.chdir()
+    reports = pytester.path / "reports"
+    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+                          "-c", str(ROOT / "pyproject.toml"), "--reports", str(reports),
+                          str(ROOT / "tests" / "hosts"), *args, timeout=timeout)
+    path = Path(reports / "results.json")
+    tests = json.loads(path.read_text())["tests"] if path.exists() else []
+    return result, {t["nodeid"]: (t["outcome"], t["message"]) for t in tests}
+
+
+def not_passed(outcomes: dict) -> dict:
+    """Tests that neither passed nor were skipped: {short id: message}."""
+    return {nodeid.split("::", 1)[1]: message for nodeid, (outcome, message) in outcomes.items()
+            if outcome not in {"passed", "skipped"}}
