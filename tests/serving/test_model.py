@@ -16,6 +16,5 @@ def test_served_model_matches_inventory(endpoint, engine, expect):
 
 @pytest.mark.needs("max_model_len")
 def test_context_length_matches_inventory(endpoint, engine, expect):
-    card = next((c for c in engine.model_cards if c.get("id") == endpoint.model), {})
     expect(endpoint.name, "serving.model.max_model_len", expected=endpoint.max_model_len,
-           observed=card.get("max_model_len"), hint="--max-model-len (vLLM) / --context-length (SGLang)")
+           observed=engine.model_card().get("max_model_len"), hint="--max-model-len (vLLM) / --context-length (SGLang)")

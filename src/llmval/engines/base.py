@@ -28,6 +28,10 @@ from .metrics import Metrics, parse_metrics
 PROBE_TIMEOUT_S = 5.0
 
 
+class ModelNotServed(EndpointError):
+    """A request named the inventory's model and the endpoint answered that no such model is served."""
+
+
 class NotExposed(LlmvalError):
     """The engine does not expose a fact the inventory asks about (the message says how to expose it)."""
 
@@ -143,8 +147,13 @@ class EngineAdapter:
                                 f"{response.text[:300]!r}") from None
 
     def chat(self, body: dict) -> httpx.Response:
-        """POST /v1/chat/completions (non-streaming); the caller reads status and JSON."""
-        return self.request("POST", "/v1/chat/completions", json_body={"model": self.spec.model, **body})
+        """POST /v1/chat/completions (non-streaming); the caller reads status and JSON. An answer that the
+        inventory's model is not served raises ModelNotServed: every generating check depends on it."""
+        response = self.request("POST", "/v1/chat/completions", json_body={"model": self.spec.model, **body})
+        if response.status_code == 404 and self.spec.model in response.text:
+            raise ModelNotServed(f"[{self.spec.name}] the endpoint does not serve model {self.spec.model!r} "
+                                 f"(see serving.model.id): HTTP 404: {response.text[:200]!r}")
+        return response
 
     def chat_stream(self, body: dict) -> tuple[int, StreamedChat | str]:
         """POST a streaming chat completion; (200, joined stream) or (status, error body)."""
@@ -207,6 +216,15 @@ class EngineAdapter:
         if not isinstance(models, dict) or not isinstance(models.get("data"), list):
             raise EndpointError(f"[{self.spec.name}] GET /v1/models: no `data` list: {json.dumps(models)[:300]}")
         return models["data"]
+
+    def model_card(self) -> dict:
+        """The /v1/models card of the inventory's model; ModelNotServed when it is not listed."""
+        card = next((c for c in self.model_cards if c.get("id") == self.spec.model), None)
+        if card is None:
+            served = sorted(str(c.get("id")) for c in self.model_cards)
+            raise ModelNotServed(f"[{self.spec.name}] /v1/models lists {served}, not {self.spec.model!r} "
+                                 "(see serving.model.id)")
+        return card
 
     @property
     def version(self) -> Fact:

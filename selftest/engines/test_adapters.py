@@ -1,0 +1,94 @@
+"""Adapters over httpx.MockTransport: the /server_info fallback, engine detection, acceptance deltas, and a
+dead endpoint that fails fast for the rest of the run."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from llmval.engines import EndpointState, NotExposed, adapter_for, detect_engine, parse_metrics
+from llmval.errors import EndpointError
+from llmval.inventory import EndpointSpec
+from selftest.engines import fake_sglang
+
+
+def _spec(engine: str, **changes) -> EndpointSpec:
+    return EndpointSpec(name=f"{engine}-ep", platform="p", base_url="http://engine.test:1", engine=engine,
+                        model=fake_sglang.MODEL, request_timeout_s=1, **changes)
+
+
+def _adapter(engine: str, handler, **kwargs):
+    client = httpx.Client(base_url="http://engine.test:1", transport=httpx.MockTransport(handler))
+    return adapter_for(_spec(engine), client, **kwargs)
+
+
+def test_sglang_falls_back_to_get_server_info():
+    adapter = _adapter("sglang", fake_sglang.handler("healthy", legacy=True))
+    assert adapter.attention_backend().source == "/get_server_info attention_backend"
+    assert adapter.version.value == fake_sglang.VERSION
+
+
+def test_sglang_kv_evidence_from_scheduler_state_and_log():
+    adapter = _adapter("sglang", fake_sglang.handler("fp8-kv"), read_log=lambda: fake_sglang.startup_log("fp8-kv"))
+    assert [e.resolved for e in adapter.kv_cache_evidence()] == ["fp8", "fp8"]
+    assert any("fp8_e4m3" in q for q in adapter.kv_fp8_quotes())
+
+
+@pytest.mark.parametrize("engine", ["sglang", "openai"])
+def test_detect_engine(engine):
+    handler = fake_sglang.handler("healthy")
+
+    def plain(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": "m", "owned_by": "someone"}]})
+        return httpx.Response(404)
+
+    adapter = _adapter(engine, handler if engine == "sglang" else plain)
+    assert detect_engine(adapter).value == engine
+
+
+def test_vllm_accept_length_is_one_plus_accepted_per_draft():
+    adapter = _adapter("vllm", lambda r: httpx.Response(404))
+    before = parse_metrics("vllm:spec_decode_num_drafts_total 100\nvllm:spec_decode_num_accepted_tokens_total 150\n")
+    after = parse_metrics("vllm:spec_decode_num_drafts_total 300\nvllm:spec_decode_num_accepted_tokens_total 550\n")
+    assert adapter.accept_length(before, after).value == 3.0
+    with pytest.raises(NotExposed, match="spec_decode"):
+        adapter.accept_length(parse_metrics(""), parse_metrics(""))
+
+
+def test_sglang_accept_length_prefers_verify_call_deltas():
+    adapter = _adapter("sglang", fake_sglang.handler())
+    before = parse_metrics("sglang:generation_tokens_total 1000\nsglang:spec_verify_calls_total 400\n")
+    after = parse_metrics("sglang:generation_tokens_total 1600\nsglang:spec_verify_calls_total 600\n"
+                          "sglang:spec_accept_length 2.5\n")
+    assert adapter.accept_length(before, after).value == 3.0
+
+
+def test_a_hung_endpoint_fails_once_then_fast():
+    calls = []
+
+    def hang(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    state = EndpointState()
+    adapter = _adapter("vllm", hang, state=state)
+    with pytest.raises(EndpointError, match="no answer within 1 s"):
+        adapter.metrics()
+    assert calls == ["/metrics", "/health"] and state.dead_reason
+    with pytest.raises(EndpointError, match="not sent: the endpoint stopped answering"):
+        adapter.get_json("/v1/models")
+    assert calls == ["/metrics", "/health"]
+    assert "no answer" in adapter.probe_health().value
+
+
+def test_one_slow_request_does_not_kill_a_live_endpoint():
+    def slow_chat(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/chat/completions":
+            raise httpx.ReadTimeout("timed out", request=request)
+        return httpx.Response(200)
+
+    adapter = _adapter("vllm", slow_chat)
+    with pytest.raises(EndpointError):
+        adapter.generate("hi")
+    assert adapter.state.dead_reason is None and adapter.probe_health().value == 200

@@ -1,0 +1,125 @@
+"""Real serving faults fail the right test with the cause named, and nothing unrelated fails.
+
+REAL replays (recorded once on the real local engine by selftest/serving/faults.py, see each folder's
+ENGINE.txt) are judged again offline; the hung server is live (a socket that accepts and never answers) and
+must end the run within its 3 s timeout; one live fault (FP8 KV) runs on the real engine, marked `engine`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+
+import pytest
+
+from selftest.plugin.test_options import run_contract
+from selftest.serving.faults import FAULTS, INVENTORIES, LOG_DIR, REPLAYS, start_engine, stop_engine
+from selftest.strategies import ROOT
+
+pytest_plugins = ["pytester"]
+SERVING_SMOKE = ("-m", "smoke and serving", "-p", "no:xdist")
+# fault → {test name prefix: text its message must contain}; every other test must pass (or skip).
+EXPECTED_FAILURES = {
+    "fp8-kv": {"test_kv_cache_dtype_proven_by_two_sources": "-> fp8",
+               "test_no_fp8_kv_cache_evidence": "Using fp8 data type to store kv cache"},
+    "no-tool-parser": {"test_tool_call_parser_configured": "observed: None",
+                       "test_tool_choice_auto_is_accepted": "enable-auto-tool-choice"},
+    "wrong-model": {"test_served_model_matches_inventory": "glm-4.7-flash",
+                    "test_context_length_matches_inventory": "not 'smollm2'",
+                    "test_tiny_generation_returns_text": "does not serve model 'smollm2'",
+                    "test_tool_choice_auto_is_accepted": "does not serve model 'smollm2'"},
+}
+
+
+def _outcomes(reports) -> dict[str, tuple[str, str]]:
+    tests = json.loads((reports / "results.json").read_text())["tests"]
+    return {t["nodeid"].split("::")[-1]: (t["outcome"], t["message"]) for t in tests}
+
+
+def _assert_only(outcomes: dict[str, tuple[str, str]], expected: dict[str, str]) -> None:
+    bad = {name: outcome for name, (outcome, _) in outcomes.items() if outcome not in {"passed", "skipped"}}
+    assert {name.split("[")[0] for name in bad} == set(expected), bad
+    for name, (_outcome, message) in outcomes.items():
+        cause = expected.get(name.split("[")[0])
+        if cause is not None:
+            assert cause in message, f"{name}: {message}"
+
+
+@pytest.mark.parametrize("fault", sorted(EXPECTED_FAILURES))
+def test_real_fault_replay_fails_the_right_test(pytester, fault):
+    replay = REPLAYS / f"REAL-local-fault-{fault}"
+    if not (replay / "results-live.json").exists():
+        pytest.skip(f"{replay.name} not recorded (python -m selftest.serving.faults record {fault})")
+    run_contract(pytester, *SERVING_SMOKE, "--inventory", str(INVENTORIES / f"serving-fault-{fault}.toml"),
+                 "--replay", str(replay))
+    _assert_only(_outcomes(pytester.path / "reports"), EXPECTED_FAILURES[fault])
+
+
+def test_real_engine_killed_mid_run_replay(pytester):
+    replay = REPLAYS / "REAL-local-fault-killed"
+    if not (replay / "results-live.json").exists():
+        pytest.skip("REAL-local-fault-killed not recorded")
+    run_contract(pytester, *SERVING_SMOKE, "--inventory", str(INVENTORIES / "serving-fault-killed.toml"),
+                 "--replay", str(replay))
+    outcomes = _outcomes(pytester.path / "reports")
+    assert outcomes["test_health_answers_200[local-vllm-8346]"][0] == "passed"
+    after_kill = {n: o for n, o in outcomes.items() if o[0] not in {"passed", "skipped"}}
+    assert after_kill, outcomes
+    for name, (_, message) in after_kill.items():
+        assert "could not check" in message, f"{name}: {message}"
+        assert "ConnectError" in message or "stopped answering" in message, f"{name}: {message}"
+
+
+class _SilentServer:
+    """Accepts TCP connections and never answers: the hung-engine fault."""
+
+    def __init__(self, port: int):
+        self.sock = socket.create_server(("127.0.0.1", port))
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def test_hung_server_fails_health_and_the_run_ends_within_timeouts(pytester):
+    LOG_DIR.mkdir(parents=True, exist_ok=True)  # it hung after a normal start: its startup log is the REAL one
+    shutil.copy(ROOT / "selftest" / "data" / "engines" / "REAL-vllm-0.32.0-cpu-bf16.log", LOG_DIR / "hang.log")
+    started = time.monotonic()
+    with _SilentServer(8347):
+        run_contract(pytester, *SERVING_SMOKE, "--inventory", str(INVENTORIES / "serving-fault-hang.toml"))
+    elapsed = time.monotonic() - started
+    outcomes = _outcomes(pytester.path / "reports")
+    outcome, message = outcomes["test_health_answers_200[hung-8347]"]
+    assert outcome == "failed" and "no answer within 3 s" in message, message
+    for name, (outcome, message) in outcomes.items():
+        if outcome not in {"passed", "skipped"} and not name.startswith("test_health_answers_200"):
+            assert "could not check" in message, f"{name}: {message}"
+            assert "no answer within 3 s" in message or "stopped answering" in message, f"{name}: {message}"
+    assert elapsed < 90, f"the run took {elapsed:.0f} s"
+
+
+@pytest.mark.engine
+def test_live_fp8_kv_engine_fails_only_the_kv_checks(pytester, engine_lock):
+    process = start_engine(FAULTS["fp8-kv"])
+    try:
+        run_contract(pytester, *SERVING_SMOKE, "--inventory", str(INVENTORIES / "serving-fault-fp8-kv.toml"))
+    finally:
+        stop_engine(process)
+    _assert_only(_outcomes(pytester.path / "reports"), EXPECTED_FAILURES["fp8-kv"])

@@ -1,0 +1,71 @@
+"""The judge of one tool-call answer: each failure class is caught and named with an excerpt."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llmval.toolcalls import Answer, build_catalogue, judge, tricky_text
+
+CASE = next(c for c in build_catalogue(cases_per_category=1, large_kib=[8]) if c.category == "flat")
+GOOD = {"city": CASE.expected[0].arguments["city"], "unit": CASE.expected[0].arguments["unit"]}
+
+
+def _answer(arguments: str, *, finish="tool_calls", tokens=20, content="") -> Answer:
+    return Answer(content, "", [{"id": "c", "type": "function", "function": {"name": "get_weather",
+                                                                          "arguments": arguments}}], finish, tokens)
+
+
+def test_exact_call_is_valid_and_accurate():
+    verdict = judge(CASE, _answer(json.dumps(GOOD)), max_tokens=120)
+    assert verdict.is_valid and verdict.is_accurate
+
+
+@pytest.mark.parametrize(("arguments", "kind"), [
+    ('"Paris"', "not_object"),                       # seen on the real engine with free (non-strict) tools
+    ('{"city": "Paris", "unit": "kelvin"}', "schema"),
+    ('{"city": "Paris"}', "schema"),
+    ('{"city": "Paris", "unit": "cel', "truncated"),
+    ("{'city': 'Paris'}", "not_json"),
+])
+def test_invalid_arguments_are_named(arguments, kind):
+    verdict = judge(CASE, _answer(arguments), max_tokens=120)
+    assert not verdict.is_valid and verdict.problems[0].kind == kind, verdict.problems
+
+
+def test_truncation_masked_as_tool_calls_is_caught():
+    verdict = judge(CASE, _answer(json.dumps(GOOD), tokens=120), max_tokens=120)
+    assert [p.kind for p in verdict.problems] == ["truncated"]
+    assert "finish_reason=tool_calls but completion_tokens=120" in verdict.problems[0].detail
+
+
+def test_markup_in_content_is_a_leak_with_excerpt():
+    verdict = judge(CASE, _answer(json.dumps(GOOD), content='ok <tool_call>\n{"name": "x"}'), max_tokens=120)
+    (leak,) = verdict.problems
+    assert leak.kind == "markup_leak" and "<tool_call>" in leak.excerpt
+
+
+def test_no_call_is_invalid():
+    verdict = judge(CASE, Answer("I cannot call tools.", "", [], "stop", 5), max_tokens=120)
+    assert verdict.problems[0].kind == "no_tool_call"
+
+
+def test_stream_parity_mismatch():
+    verdict = judge(CASE, _answer(json.dumps(GOOD)), max_tokens=120, reference=[("get_weather", {"city": "x"})])
+    assert [p.kind for p in verdict.problems] == ["stream_mismatch"]
+
+
+def test_catalogue_is_deterministic_and_large_strings_are_tricky():
+    first, second = build_catalogue(large_kib=[8, 64]), build_catalogue(large_kib=[8, 64])
+    assert [c.request(strict=True, tool_choice="auto") for c in first] == \
+        [c.request(strict=True, tool_choice="auto") for c in second]
+    large = [c for c in first if c.category == "large_string"]
+    assert [len(c.expected[0].arguments["content"].encode()) // 1024 for c in large] == [8, 64]
+    text = tricky_text(8192, __import__("random").Random(1))
+    assert all(piece in text for piece in ('"', "\\", "\n", "</parameter>"))
+    assert any(ord(ch) > 127 for ch in text)
+    parallel = next(c for c in first if c.category == "parallel")
+    assert len(parallel.expected) == 5
+    assert any(c.expected[0].arguments.get("record_id") == 2**53 + 1 for c in first if c.category == "bigint") or \
+        any(abs(c.expected[0].arguments.get("record_id", 0)) >= 2**53 - 7 for c in first if c.category == "bigint")
