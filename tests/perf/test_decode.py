@@ -1,0 +1,50 @@
+"""Single-stream decode speed at concurrency 1: 1000 / median TPOT, as `vllm bench serve` implies it."""
+
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+def test_decode_no_regression_vs_baseline(perf_gate, perf_runs, benchmark, expect):
+    c = 1
+    measured = benchmark.pedantic(perf_runs.get, args=(perf_gate, c), rounds=1, iterations=1)
+    benchmark.extra_info.update(server_key=measured.server_key, workload=measured.run.workload.key(),
+                                **measured.run.metrics.as_vllm_json())
+    check = perf_runs.against_baseline(perf_gate, measured)
+    if check.baseline is None:
+        pytest.skip(check.skip_reason)
+    expect(perf_gate.label, f"perf.baseline.c{c}", expected=check.expected, observed=check.observed, ok=check.is_ok,
+           hint="a slower engine build, a changed flag, or other load; compare the plot",
+           evidence=f"baseline {check.baseline.path} ({check.baseline.saved_at}); plot {check.plot}")
+
+
+@pytest.mark.needs("decode_tok_s_c1_min")
+def test_decode_tok_s_c1_meets_minimum(perf_gate, run_c1, expect):
+    m = run_c1.run.metrics
+    expect.measure(perf_gate.label, "decode_tok_s_c1", round(m.decode_tok_s, 2), "tok/s")
+    expect(perf_gate.label, "perf.decode.tok_s_c1", expected=f">= {perf_gate.decode_tok_s_c1_min:g} tok/s",
+           observed=f"{m.decode_tok_s:.2f} tok/s", ok=m.decode_tok_s >= perf_gate.decode_tok_s_c1_min,
+           hint="1000 / median TPOT at C=1; check speculative settings, other load, engine flags",
+           evidence=f"median TPOT {m.tpot_ms.median:.2f} ms over {m.completed} requests "
+                    f"({run_c1.run.workload.key()}); {run_c1.report}")
+
+
+def test_no_failed_requests_at_c1(perf_gate, run_c1, expect):
+    run = run_c1.run
+    expect(perf_gate.label, "perf.requests.failed_c1", expected=0, observed=run.metrics.failed,
+           hint="the server refused or broke streams under a single stream", evidence="; ".join(run.errors[:3]))
+
+
+def test_prompt_lengths_match_workload_at_c1(perf_gate, run_c1, expect):
+    lens = sorted({r.prompt_tokens for r in run_c1.run.records if r.success})
+    expect(perf_gate.label, "perf.prompt.input_len", expected=[perf_gate.input_len], observed=lens,
+           hint="the server's usage.prompt_tokens disagrees with /tokenize (chat template? BOS?)")
+
+
+@pytest.mark.needs("quoted_tok_s")
+def test_decode_tok_s_recorded_against_quote(perf_gate, run_c1, expect):
+    m = run_c1.run.metrics
+    expect.measure(perf_gate.label, "decode_tok_s_vs_quote", round(m.decode_tok_s / perf_gate.quoted_tok_s, 3), "x")
+    expect(perf_gate.label, "perf.decode.tok_s_c1_vs_quote", expected=f"~{perf_gate.quoted_tok_s:g} tok/s (quoted)",
+           observed=f"{m.decode_tok_s:.2f} tok/s", ok=m.decode_tok_s > 0,
+           hint="the quote is informational; the gate is decode_tok_s_c1_min")

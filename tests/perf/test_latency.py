@@ -1,0 +1,34 @@
+"""Time to first token (p99, numpy-linear as vLLM's `p99_ttft_ms`) and speculative acceptance over the run."""
+
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+@pytest.mark.needs("ttft_p99_ms_max")
+def test_ttft_p99_within_maximum(perf_gate, run_ttft, expect):
+    m, c = run_ttft.run.metrics, perf_gate.ttft_concurrency
+    p99 = m.ttft_ms.percentiles["p99"]
+    expect.measure(perf_gate.label, f"ttft_p99_ms_c{c}", round(p99, 1), "ms")
+    expect(perf_gate.label, "perf.ttft.p99_ms", expected=f"<= {perf_gate.ttft_p99_ms_max:g} ms at C={c}",
+           observed=f"{p99:.1f} ms at C={c}", ok=p99 <= perf_gate.ttft_p99_ms_max,
+           hint="prefill of input_len tokens plus queueing; chunked prefill, other load, CPU/GPU clocks",
+           evidence=f"TTFT median {m.ttft_ms.median:.1f} ms over {m.completed} requests "
+                    f"({run_ttft.run.workload.key()}); {run_ttft.report}")
+
+
+def test_speculative_acceptance_within_declared_range(perf_gate, perf_runs, run_c1, expect):
+    spec = perf_runs.settings.inventory.endpoint(perf_gate.endpoint).expect.speculative
+    if spec is None or (spec.accept_length_min is None and spec.accept_length_max is None):
+        pytest.skip(f"endpoint {perf_gate.endpoint} declares no speculative accept_length range")
+    length = run_c1.run.engine.spec_acceptance_length
+    if length is None:
+        pytest.fail(f"[{perf_gate.endpoint}] perf.speculative.acceptance_length: the engine exposes no "
+                    "speculative-decoding counters in /metrics (vllm:spec_decode_*); acceptance cannot be measured "
+                    "over this run", pytrace=False)
+    expect.measure(perf_gate.label, "spec_acceptance_length_c1", round(length, 3), "tokens/step")
+    low, high = spec.accept_length_min or 0, spec.accept_length_max or float("inf")
+    expect(perf_gate.label, "perf.speculative.acceptance_length", expected=f"in [{low:g}, {high:g}]",
+           observed=f"{length:.3f}", ok=low <= length <= high,
+           hint="1 + Δaccepted/Δdrafts over this run's window; temperature and prompts change it",
+           evidence=f"acceptance rate {run_c1.run.engine.spec_acceptance_rate}")

@@ -1,0 +1,40 @@
+"""Aggregate output throughput at the declared concurrency C over k·C requests (ramp and tail included)."""
+
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+@pytest.mark.needs("throughput_concurrency")
+def test_throughput_no_regression_vs_baseline(perf_gate, perf_runs, benchmark, expect):
+    c = perf_gate.throughput_concurrency
+    measured = benchmark.pedantic(perf_runs.get, args=(perf_gate, c), rounds=1, iterations=1)
+    benchmark.extra_info.update(server_key=measured.server_key, workload=measured.run.workload.key(),
+                                **measured.run.metrics.as_vllm_json())
+    check = perf_runs.against_baseline(perf_gate, measured)
+    if check.baseline is None:
+        pytest.skip(check.skip_reason)
+    expect(perf_gate.label, f"perf.baseline.c{c}", expected=check.expected, observed=check.observed, ok=check.is_ok,
+           hint="a slower engine build, a changed flag, or other load; compare the plot",
+           evidence=f"baseline {check.baseline.path} ({check.baseline.saved_at}); plot {check.plot}")
+
+
+@pytest.mark.needs("output_tok_s_min")
+def test_output_throughput_meets_minimum(perf_gate, run_throughput, expect):
+    m, c = run_throughput.run.metrics, perf_gate.throughput_concurrency
+    expect.measure(perf_gate.label, f"output_tok_s_c{c}", round(m.output_throughput, 2), "tok/s")
+    expect(perf_gate.label, "perf.throughput.output_tok_s",
+           expected=f">= {perf_gate.output_tok_s_min:g} tok/s at C={c}",
+           observed=f"{m.output_throughput:.2f} tok/s at C={c}",
+           ok=m.output_throughput >= perf_gate.output_tok_s_min,
+           hint="Σ output tokens / run duration over k·C requests; check batching limits (max_num_seqs), other load",
+           evidence=f"{m.total_output_tokens} tokens in {m.duration:.2f} s, peak {m.max_concurrent_requests} in flight "
+                    f"({run_throughput.run.workload.key()}); {run_throughput.report}")
+
+
+@pytest.mark.needs("throughput_concurrency")
+def test_no_failed_requests_at_throughput_concurrency(perf_gate, run_throughput, expect):
+    run = run_throughput.run
+    expect(perf_gate.label, "perf.requests.failed", expected=0, observed=run.metrics.failed,
+           hint=f"requests failed at C={perf_gate.throughput_concurrency}: timeouts, 5xx, KV cache exhausted?",
+           evidence="; ".join(run.errors[:3]))
