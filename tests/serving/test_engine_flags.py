@@ -47,6 +47,14 @@ def test_node_count_matches(endpoint, engine, expect, declared):
                 "(`ray list nodes`)", evidence=f"{fact.source}: {fact.quote}")
 
 
+def test_executor_backend_matches(endpoint, engine, expect, declared):
+    expected = declared(endpoint.expect.distributed_executor_backend, "expect.distributed_executor_backend")
+    fact = engine.executor_backend()
+    expect(endpoint.name, "serving.parallel.executor_backend", expected=expected, observed=fact.value,
+           hint="--distributed-executor-backend ray (world size > local GPUs needs it explicitly)",
+           evidence=f"{fact.source}: {fact.quote}")
+
+
 def test_model_dtype_matches(endpoint, engine, expect, declared):
     expected = declared(endpoint.expect.dtype, "expect.dtype")
     fact = engine.model_dtype()

@@ -275,6 +275,9 @@ class EngineAdapter:
     def nodes(self) -> Fact:
         raise self._not_exposed("node count")
 
+    def executor_backend(self) -> Fact:
+        raise self._not_exposed("distributed executor backend")
+
     def model_dtype(self) -> Fact:
         raise self._not_exposed("model dtype")
 

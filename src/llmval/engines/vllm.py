@@ -132,6 +132,15 @@ class VllmAdapter(EngineAdapter):
         return Fact(1, f"engine log: executor backend {backend or 'default (mp/uni)'}, no Ray workers",
                     self.log.non_default_args_quote[:200])
 
+    def executor_backend(self) -> Fact:
+        """`distributed_executor_backend` from the non-default args; absent means vLLM's default (mp / uni)."""
+        args, quote = self.log.non_default_args, self.log.non_default_args_quote[:300]
+        if not quote:
+            raise NotExposed(f"[{self.spec.name}] the engine log has no `non-default args` line")
+        backend = args.get("distributed_executor_backend")
+        tp = int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1))
+        return Fact(backend or ("mp" if tp > 1 else "uni"), "engine log: non-default args", quote)
+
     def acceptance_snapshot(self) -> Metrics:
         return self.metrics()
 
