@@ -1,0 +1,60 @@
+"""The perf plugin, in a subprocess run of the real contract: xdist refused, replay skipped, gates fail loudly."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+import urllib.request
+
+import pytest
+import tomli_w
+
+from selftest.strategies import ROOT
+
+pytest_plugins = ["pytester"]
+REPLAY = ROOT / "selftest" / "data" / "replays" / "SYNTHESIZED-kpro6-sglang-healthy"
+
+
+def run_perf(pytester: pytest.Pytester, *args: str, timeout: int = 120) -> pytest.RunResult:
+    pytester.chdir()
+    return pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+                        "-c", str(ROOT / "pyproject.toml"), "--reports", str(pytester.path / "reports"),
+                        str(ROOT / "tests" / "perf"), *args, timeout=timeout)
+
+
+def test_perf_under_xdist_is_a_usage_error_naming_the_fix(pytester):
+    result = run_perf(pytester, "-n", "2", "--inventory", str(ROOT / "inventories" / "kpro6.toml"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "-p no:xdist" in result.stderr.str()
+
+
+def test_perf_under_replay_skips_saying_timings_are_not_replayable(pytester):
+    result = run_perf(pytester, "--replay", str(REPLAY), "--inventory", str(ROOT / "inventories" / "kpro6.toml"),
+                      "-rs", "-p", "no:xdist")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*SKIPPED*perf timings are not replayable*"])
+    assert "passed" not in result.stdout.str().splitlines()[-1]
+
+
+def _engine_up() -> bool:
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:8321/health", timeout=3) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.mark.engine
+def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(pytester):
+    if not _engine_up():
+        pytest.skip("the local engine is not up at 127.0.0.1:8321")
+    data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
+    gate = data["perf"][0]
+    gate.update(c1_requests=3, warmup_requests=1, output_len=16, decode_tok_s_c1_min=100000.0)
+    inventory = pytester.path / "raised.toml"
+    inventory.write_text(tomli_w.dumps(data))
+    result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "decode_tok_s_c1",
+                      "--perf-baseline-dir", str(pytester.path / "baselines"), timeout=900)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*local-vllm*perf.decode.tok_s_c1*", "*expected: >= 100000 tok/s*",
+                                 "*observed: * tok/s*"])
