@@ -137,3 +137,15 @@ def test_html_puts_status_first_embeds_plots_and_escapes(kpro6, runs, tmp_path):
     assert page.index("niah-grid.png") < page.index("perf-vs-baseline.png")  # heatmap first
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
     assert '<span class="verdict" style="background:#cf222e">RED</span>' in page
+
+
+def test_values_with_markup_characters_render_literally(kpro6, tmp_path):
+    record = {"subject": "kpro6-ct129", "check": "hosts.env.token", "expected": "***",
+              "observed": "*** | <b>x</b> `y`", "ok": False}
+    results = {"exitstatus": 1,
+               "tests": [{"nodeid": "t::x[kpro6-ct129]", "outcome": "failed", "message": "", "evidence": [record]}]}
+    doc = build_status(results, kpro6)
+    markdown = render_markdown(doc)
+    assert r"expected \*\*\*, observed \*\*\* \| \<b>x\</b> \`y\`" in markdown
+    page = render_html(doc, results, tmp_path)
+    assert "expected ***, observed *** | &lt;b&gt;x&lt;/b&gt; `y`" in page

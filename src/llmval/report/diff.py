@@ -54,7 +54,7 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     elif isinstance(value, list) and value and all(isinstance(i, dict) for i in value):
         seen: dict[str, int] = {}
         for index, item in enumerate(value):
-            label = next((str(item[k]) for k in _ITEM_KEYS if isinstance(item.get(k), str)), str(index))
+            label = next((item[k] for k in _ITEM_KEYS if isinstance(item.get(k), str) and item[k]), str(index))
             seen[label] = seen.get(label, 0) + 1
             label = label if seen[label] == 1 else f"{label}#{seen[label]}"
             flat.update(flatten(item, f"{prefix}[{label}]"))
@@ -75,14 +75,37 @@ def _gate_note(key: str, before: Any, after: Any) -> str:
     return ""
 
 
+def _whole_item(key: str, side: dict[str, Any]) -> str | None:
+    """The outermost list item containing `key` that `side` has no key of at all (an added/removed item)."""
+    for end, char in enumerate(key):
+        if char == "]" and not any(k.startswith(key[:end + 1]) for k in side):
+            return key[:end + 1]
+    return None
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or value in ([], {}, "")
+
+
 def inventory_changes(previous: dict | None, current: dict | None) -> list[Change]:
-    """Edits between two inventory snapshots, keyed by readable paths."""
+    """Edits between two inventory snapshots, keyed by readable paths; whole added/removed items on one line."""
     before, after = flatten(previous or {}), flatten(current or {})
-    changes = []
+    changes, grouped = [], set()
     for key in sorted(set(before) | set(after)):
         if key.startswith("$schema") or before.get(key) == after.get(key):
             continue
         old, new = before.get(key), after.get(key)
+        if _is_empty(old) and _is_empty(new):
+            continue  # an empty list or string that appeared or vanished says nothing
+        item = _whole_item(key, before) if key not in before else _whole_item(key, after) if key not in after \
+            else None
+        if item is not None:
+            if item not in grouped:
+                grouped.add(item)
+                added = key not in before
+                changes.append(Change(INVENTORY, item, None if added else "declared", "declared" if added else None,
+                                      "added" if added else "removed"))
+            continue
         note = _gate_note(key, old, new)
         if not note and key.endswith(".model") and old and new:
             note = "served model renamed"

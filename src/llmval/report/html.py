@@ -16,7 +16,9 @@ from .status import DECLARED, ERROR, FAIL, INFO, LIFT, OK, UNCHECKED, XFAIL, Sta
 BADGES = {OK: ("holds", "#1a7f37"), FAIL: ("FAIL", "#cf222e"), ERROR: ("could not check", "#bc4c00"),
           XFAIL: ("blocked", "#6e40c9"), LIFT: ("LIFTED", "#cf222e"), UNCHECKED: ("not checked", "#6e7781"),
           DECLARED: ("declared", "#0969da"), INFO: ("", "")}
-CODE_RE = re.compile(r"`([^`]+)`")
+CODE_SPAN_RE = re.compile(r"(?<!\\)(`[^`]+`)")
+MD_ESCAPE_RE = re.compile(r"\\([`*<|])")
+HELD_RE = re.compile("\x00(\\d+)\x00")
 BOLD_RE = re.compile(r"\*\*([^*]+)\*\*")
 ITALIC_RE = re.compile(r"(?<![*\w])\*([^*]+)\*(?![*\w])")
 OUTCOME_COLOURS = {"passed": "#1a7f37", "failed": "#cf222e", "error": "#bc4c00", "xfailed": "#6e40c9",
@@ -42,12 +44,23 @@ CSS = """
 """
 
 
+def _inline_text(text: str) -> str:
+    held: list[str] = []
+
+    def hold(match: re.Match) -> str:
+        held.append(match.group(1))
+        return f"\x00{len(held) - 1}\x00"
+
+    text = html.escape(MD_ESCAPE_RE.sub(hold, text), quote=False)
+    text = ITALIC_RE.sub(r"<i>\1</i>", BOLD_RE.sub(r"<b>\1</b>", text))
+    return HELD_RE.sub(lambda m: html.escape(held[int(m.group(1))], quote=False), text)
+
+
 def inline(text: str) -> str:
-    """Escape `text` and render the Markdown subset the status document uses (`code`, **bold**, *italic*)."""
-    out = html.escape(text, quote=False)
-    out = CODE_RE.sub(r"<code>\1</code>", out)
-    out = BOLD_RE.sub(r"<b>\1</b>", out)
-    return ITALIC_RE.sub(r"<i>\1</i>", out)
+    """HTML of the Markdown subset the status document uses: `code`, **bold**, *italic* and backslash escapes."""
+    return "".join(f"<code>{html.escape(part[1:-1], quote=False)}</code>"
+                   if len(part) > 1 and part.startswith("`") and part.endswith("`") else _inline_text(part)
+                   for part in CODE_SPAN_RE.split(text))
 
 
 def _badge(state: str) -> str:

@@ -71,6 +71,14 @@ class StatusDocument:
     """PNG file names in the reports folder, in display order."""
 
 
+MD_SPECIAL_RE = re.compile(r"([`*|]|<(?=[A-Za-z/!?]))")  # `<` only where it could open an HTML tag
+
+
+def esc(value: object) -> str:
+    """Text from evidence or the inventory, escaped so Markdown shows it literally (`***` stays `***`)."""
+    return MD_SPECIAL_RE.sub(r"\\\1", str(value))
+
+
 def _platforms(inventory: Inventory) -> dict[str, str]:
     names = {h.name: h.platform for h in inventory.hosts}
     names.update({e.name: e.platform for e in inventory.endpoints})
@@ -126,7 +134,7 @@ def _done(results: dict) -> Section:
             passing[str(record.get("check"))].append(record)
     for check in sorted(passing):
         records = passing[check]
-        shown = [f"{r.get('subject')}: {r.get('observed')}" for r in records[:MAX_DONE_SUBJECTS]]
+        shown = [f"{esc(r.get('subject'))}: {esc(r.get('observed'))}" for r in records[:MAX_DONE_SUBJECTS]]
         more = f" (+{len(records) - MAX_DONE_SUBJECTS} more)" if len(records) > MAX_DONE_SUBJECTS else ""
         if len(records) == 1:
             section.items.append(Item(f"`{check}` — {shown[0]}", OK))
@@ -151,23 +159,24 @@ def _failing(results: dict) -> Section:
         record = _failing_record(test)
         message = test.get("message", "")
         if record is not None and outcome == "failed":
-            text = (f"`{record.get('check')}` on {record.get('subject')}: expected {record.get('expected')}, "
-                    f"observed {record.get('observed')}")
+            text = (f"`{record.get('check')}` on {esc(record.get('subject'))}: expected {esc(record.get('expected'))}, "
+                    f"observed {esc(record.get('observed'))}")
             detail = [f"test: `{test['nodeid']}`"]
             if hint := HINT_RE.search(message):
-                detail.append(f"fix: {hint.group('hint')}")
+                detail.append(f"fix: {esc(hint.group('hint'))}")
             if record.get("evidence"):
-                detail.append(f"evidence: {_clip(record['evidence'])}")
+                detail.append(f"evidence: {esc(_clip(record['evidence']))}")
             section.items.append(Item(text, FAIL, detail))
         else:
             state = ERROR if outcome == "error" or "could not check" in message else FAIL
             label = "could not check" if state == ERROR else "failed"
-            cause = _clip(_first_line(message).removeprefix("could not check ").removeprefix("E "), 300)
+            e_line = next((line[1:].strip() for line in message.splitlines() if line.startswith("E ")), "")
+            cause = _clip(e_line or _first_line(message).removeprefix("could not check "), 300)
             if (state, cause) in same_cause:  # one item per cause, naming every test it stopped
                 same_cause[(state, cause)].detail.insert(0, f"also: `{test['nodeid']}`")
                 continue
-            item = Item(f"`{test['nodeid']}` — {label}: {cause}", state,
-                        [_clip(line.strip()) for line in message.splitlines()[1:3] if line.strip()])
+            item = Item(f"`{test['nodeid']}` — {label}: {esc(cause)}", state,
+                        [esc(_clip(line.strip())) for line in message.splitlines()[1:3] if line.strip()])
             same_cause[(state, cause)] = item
             section.items.append(item)
     if not section.items:
@@ -190,22 +199,23 @@ def _blocked(results: dict, inventory: Inventory) -> Section:
         seen = states.get(blocker.id, [])
         lifted = [b for _, b in seen if b.get("state") == LIFTED]
         holds = [b for _, b in seen if b.get("state") == HOLDS]
-        head = f"**{blocker.id}**" + (f" ({blocker.platform})" if blocker.platform else "") + f": {blocker.reason}"
+        head = f"**{blocker.id}**" + (f" ({blocker.platform})" if blocker.platform else "") + f": {esc(blocker.reason)}"
         detail = []
         if lifted:
             state = LIFT
-            detail += [f"LIFTED: `{b['check']}` on {b['subject']} now passes (observed {b.get('observed')})"
+            detail += [f"LIFTED: `{b['check']}` on {esc(b['subject'])} now passes (observed {esc(b.get('observed'))})"
                        for b in lifted]
             detail.append(f"revisit decision: {blocker.revisit or '(none named)'}")
         elif holds:
             state = XFAIL
         if holds:
-            detail += [f"still holds: `{b['check']}` on {b['subject']} observed {b.get('observed')}" for b in holds]
+            detail += [f"still holds: `{b['check']}` on {esc(b['subject'])} observed {esc(b.get('observed'))}"
+                       for b in holds]
         if not holds and not lifted:
             state = UNCHECKED
             detail.append(f"not checked this run (no test stated `{blocker.check}`)")
         if blocker.workaround:
-            detail.append(f"workaround: {blocker.workaround}")
+            detail.append(f"workaround: {esc(blocker.workaround)}")
         section.items.append(Item(head, state, detail))
     if not section.items:
         section.items.append(Item("no known blockers declared", INFO))
@@ -219,7 +229,7 @@ def _skipped(results: dict) -> Section | None:
             reasons[_first_line(test.get("message", "")).removeprefix("Skipped: ")[:160] or "(no reason)"] += 1
     if not reasons:
         return None
-    items = [Item(f"{n}× {reason}", UNCHECKED) for reason, n in sorted(reasons.items())]
+    items = [Item(f"{n}× {esc(reason)}", UNCHECKED) for reason, n in sorted(reasons.items())]
     return Section("Not checked (skipped)", items, level=3)
 
 
@@ -245,8 +255,8 @@ def _decisions(results: dict, inventory: Inventory) -> tuple[Section, list[Item]
                 state = _record_state(test, record)
                 states.append(state)
                 word = {OK: "pass", FAIL: "FAIL", XFAIL: "xfail (blocked)", LIFT: "pass (blocker lifted)"}[state]
-                detail.append(f"`{record.get('check')}` on {record.get('subject')}: {word} — observed "
-                              f"{record.get('observed')}")
+                detail.append(f"`{record.get('check')}` on {esc(record.get('subject'))}: {word} — observed "
+                              f"{esc(record.get('observed'))}")
         if not decision.guarded_by:
             detail.append("no guarding check declared")
         if lifted_for.get(decision.id):
@@ -258,11 +268,11 @@ def _decisions(results: dict, inventory: Inventory) -> tuple[Section, list[Item]
         if state == FAIL:
             next_steps.append(Item(f"Decision **{decision.id}** is no longer in force: a guarding check fails",
                                    FAIL))
-        detail.insert(0, f"why: {decision.rationale}")
+        detail.insert(0, f"why: {esc(decision.rationale)}")
         if decision.revisit_when:
-            detail.append(f"revisit when: {decision.revisit_when}")
+            detail.append(f"revisit when: {esc(decision.revisit_when)}")
         scope = f" ({decision.platform})" if decision.platform else ""
-        section.items.append(Item(f"**{decision.id}**{scope}: {decision.decision}", state, detail))
+        section.items.append(Item(f"**{decision.id}**{scope}: {esc(decision.decision)}", state, detail))
     if not section.items:
         section.items.append(Item("no decisions declared in the inventory", INFO))
     return section, next_steps
@@ -278,13 +288,13 @@ def _next_steps(results: dict, inventory: Inventory, from_decisions: list[Item])
         record, message = _failing_record(test), test.get("message", "")
         hint = HINT_RE.search(message)
         if record is not None and test.get("outcome") == "failed":
-            text = f"Fix `{record.get('check')}` on {record.get('subject')}"
+            text = f"Fix `{record.get('check')}` on {esc(record.get('subject'))}"
         else:
             text = f"Make `{test['nodeid']}` checkable again"
-        section.items.append(Item(text + (f": {hint.group('hint')}" if hint else ""),
+        section.items.append(Item(text + (f": {esc(hint.group('hint'))}" if hint else ""),
                                   FAIL if test.get("outcome") == "failed" else ERROR))
     section.items += [i for i in from_decisions if i.state == FAIL]
-    section.items += [Item(step, DECLARED) for step in inventory.deployment.next_steps]
+    section.items += [Item(esc(step), DECLARED) for step in inventory.deployment.next_steps]
     if not section.items:
         section.items.append(Item("nothing: every check holds", OK))
     return section
@@ -304,8 +314,8 @@ def _context(results: dict, inventory: Inventory) -> Section:
     for test in results.get("tests", []):
         for m in test.get("measured", []):
             platform = platforms.get(str(m.get("subject")), "other")
-            rows[platform].append([str(m.get("subject")), str(m.get("name")), _value(m.get("value")),
-                                   str(m.get("unit") or "")])
+            rows[platform].append([esc(m.get("subject")), esc(m.get("name")), esc(_value(m.get("value"))),
+                                   esc(m.get("unit") or "")])
     for platform in sorted(rows):
         unique = sorted({tuple(r) for r in rows[platform]})
         section.tables.append((f"platform {platform}", Table(["subject", "measured", "value", "unit"],
@@ -313,7 +323,7 @@ def _context(results: dict, inventory: Inventory) -> Section:
     for perf in inventory.perf:
         if perf.quoted_tok_s is not None:
             section.items.append(Item(f"{perf.endpoint}: owners quote {perf.quoted_tok_s:g} tok/s at C=1", DECLARED))
-    section.items += [Item(fact, DECLARED) for fact in inventory.deployment.critical_context]
+    section.items += [Item(esc(fact), DECLARED) for fact in inventory.deployment.critical_context]
     if not section.tables and not section.items:
         section.items.append(Item("no measured values in this run", INFO))
     return section
@@ -369,7 +379,7 @@ def _changes(changes: list[Change] | None, previous_name: str | None) -> Section
               "measured": "measured", "run": "run"}
     for change in changes[:60]:
         state = FAIL if change.note in {"broke"} else OK if change.note == "fixed" else INFO
-        section.items.append(Item(f"{titles.get(change.kind, change.kind)}: {change.describe()}", state))
+        section.items.append(Item(f"{titles.get(change.kind, change.kind)}: {esc(change.describe())}", state))
     if len(changes) > 60:
         section.items.append(Item(f"… {len(changes) - 60} more changes (see the results JSON)", INFO))
     if not changes:
@@ -395,8 +405,8 @@ def build_status(results: dict, inventory: Inventory, *, previous: dict | None =
     if skipped := _skipped(results):
         progress.append(skipped)
     sections = [
-        Section("Goal", [Item(deployment.goal or "(no goal declared in [deployment])", DECLARED)]),
-        Section("Constraints & Preferences", [Item(c, DECLARED) for c in deployment.constraints]
+        Section("Goal", [Item(esc(deployment.goal or "(no goal declared in [deployment])"), DECLARED)]),
+        Section("Constraints & Preferences", [Item(esc(c), DECLARED) for c in deployment.constraints]
                 or [Item("(none declared)", INFO)]),
         Section("Progress", note=""),
         *progress,
@@ -417,7 +427,7 @@ BADGES_MD = {OK: "✅", FAIL: "❌", ERROR: "⚠️", XFAIL: "⛔", LIFT: "🔓"
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("\n", " ")  # `|` is already escaped by esc()
 
 
 def render_markdown(doc: StatusDocument) -> str:
