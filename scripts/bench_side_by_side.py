@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import json
 import os
 import secrets
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from llmval.load import Workload, read_counters, run_load, window_deltas  # noqa: E402
+from llmval.load._lock import engine_lock  # noqa: E402
 
 VLLM_BENCH = (
     "import sys\n"
@@ -43,21 +43,6 @@ VLLM_BENCH = (
     "add_cli_args(parser)\n"
     "main(parser.parse_args(sys.argv[1:]))\n"
 )
-
-
-def _lock(path: Path, timeout_s: float) -> int:
-    """Hold the engine lock (flock) for the whole benchmark; bounded wait, then a clear error."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                sys.exit(f"engine lock {path} still held by another process after {timeout_s:.0f} s; "
-                         f"see `fuser {path}`")
-            time.sleep(1)
 
 
 def run_vllm_bench(args: argparse.Namespace, concurrency: int, num_prompts: int, seed: int, out_dir: Path) -> dict:
@@ -123,9 +108,8 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    fd = _lock(args.lock, args.lock_timeout_s)
     rows, summary = [], {"date": stamp, "args": {k: str(v) for k, v in vars(args).items()}, "runs": []}
-    try:
+    with engine_lock(args.lock, args.lock_timeout_s):
         for c in args.concurrency:
             n = args.c1_requests if c == 1 else args.requests_per_concurrency * c
             seed = secrets.randbelow(2**31)
@@ -144,8 +128,6 @@ def main() -> int:
             summary["runs"].append({"concurrency": c, "num_prompts": n, "seed": seed, "vllm": vllm, "suite": suite,
                                     "foreign_tokens_vllm_window": foreign_vllm,
                                     "foreign_tokens_suite_window": foreign_suite})
-    finally:
-        os.close(fd)
     path = args.out / f"side-by-side-{stamp}.json"
     path.write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     print(f"\nworkload: input {args.input_len} tok, output {args.output_len} tok (ignore_eos), temperature "
