@@ -1,0 +1,31 @@
+"""`python -m llmval.report` re-renders the status document from a reports folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from llmval.report.__main__ import main
+from selftest.strategies import ROOT
+
+RESULTS = ROOT / "selftest" / "data" / "results"
+
+
+def test_rerenders_against_the_earlier_run_in_history(tmp_path, capsys):
+    (tmp_path / "history").mkdir()
+    earlier = tmp_path / "history" / "results-20261129T020000Z-kpro6.json"
+    shutil.copy(RESULTS / "synth-kpro6-nightly-previous.json", earlier)
+    current = json.loads((RESULTS / "synth-kpro6-nightly.json").read_text())
+    current["inventory"] = str(ROOT / "inventories" / "kpro6.toml")
+    (tmp_path / "results.json").write_text(json.dumps(current))
+    assert main([str(tmp_path)]) == 1  # the synthesized run is red
+    status = (tmp_path / "status.md").read_text()
+    assert "_against history/results-20261129T020000Z-kpro6.json_" in status
+    assert "decode_tok_s_c1 (tok/s): 281.0 → 277.4 (-1.3%)" in status
+    assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert capsys.readouterr().out.startswith("RED: ")
+
+
+def test_missing_results_is_exit_2_with_the_cause(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert "run the contract first" in capsys.readouterr().err

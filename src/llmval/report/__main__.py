@@ -1,0 +1,50 @@
+"""`python -m llmval.report [REPORTS_DIR] [--inventory PATH]`: re-render status.md and report.html.
+
+Reads REPORTS_DIR/results.json (default reports/), the inventory it names (or --inventory), and the latest
+earlier run of the same deployment in REPORTS_DIR/history/; writes REPORTS_DIR/status.md and report.html.
+Exit status 0 when the run was green, 1 when red, 2 when it cannot render (the cause on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..contract import redact
+from ..errors import LlmvalError
+from ..inventory import load_inventory
+from ..results import RESULTS_FILE, history_files, load_results
+from .html import render_html
+from .secrets import inventory_secret_values
+from .status import build_status, render_markdown
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m llmval.report", description=__doc__.splitlines()[0])
+    parser.add_argument("reports_dir", nargs="?", default="reports", type=Path)
+    parser.add_argument("--inventory", type=Path, help="inventory TOML (default: the one results.json names)")
+    args = parser.parse_args(argv)
+    try:
+        results = load_results(args.reports_dir / RESULTS_FILE)
+        inventory_path = args.inventory or Path(results.get("inventory", ""))
+        inventory = load_inventory(inventory_path)
+        earlier = [p for p in history_files(args.reports_dir, results["deployment"])
+                   if load_results(p).get("started", "") < results.get("started", "")]
+        previous = load_results(earlier[-1]) if earlier else None
+    except LlmvalError as error:
+        print(f"llmval.report: cannot render: {error}", file=sys.stderr)
+        return 2
+    plots = sorted(p.name for p in args.reports_dir.glob("*.png"))
+    doc = build_status(results, inventory, previous=previous,
+                       previous_name=f"history/{earlier[-1].name}" if earlier else None, plots=plots)
+    secrets = inventory_secret_values(inventory.model_dump(mode="json"))
+    (args.reports_dir / "status.md").write_text(redact(render_markdown(doc), secrets), encoding="utf-8")
+    (args.reports_dir / "report.html").write_text(redact(render_html(doc, results, args.reports_dir), secrets),
+                                                  encoding="utf-8")
+    print(f"{doc.verdict}: {args.reports_dir / 'status.md'} · {args.reports_dir / 'report.html'}")
+    return 0 if doc.verdict == "GREEN" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
