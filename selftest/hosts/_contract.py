@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,9 +15,13 @@ REPLAYS = ROOT / "selftest" / "data" / "replays" / "hosts"
 INVENTORIES = ROOT / "selftest" / "data" / "inventories"
 
 
-def run_hosts(pytester: pytest.Pytester, *args: str, timeout: float = 300) -> tuple[pytest.RunResult, dict]:
-    """Run the host contract; return the run and {nodeid: (outcome, message)} from results.json."""
+def run_hosts(pytester: pytest.Pytester, *args: str, timeout: float = 300,
+              in_repo_root: bool = False) -> tuple[pytest.RunResult, dict]:
+    """Run the host contract (from pytester's folder, or from the repo root where relative inventory paths
+    resolve); return the run and {nodeid: (outcome, message)} from results.json."""
     pytester.chdir()
+    if in_repo_root:
+        os.chdir(ROOT)  # pytester restores the working directory after the test
     reports = pytester.path / "reports"
     result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
                           "-c", str(ROOT / "pyproject.toml"), "--reports", str(reports),
