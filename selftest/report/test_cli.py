@@ -29,3 +29,13 @@ def test_rerenders_against_the_earlier_run_in_history(tmp_path, capsys):
 def test_missing_results_is_exit_2_with_the_cause(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2
     assert "run the contract first" in capsys.readouterr().err
+
+
+def test_report_package_exports_are_curated_and_sorted():
+    import types
+
+    import llmval.report as report
+
+    public = sorted(n for n, v in vars(report).items() if not n.startswith("_") and not isinstance(v, types.ModuleType)
+                    and n != "annotations")
+    assert report.__all__ == public
