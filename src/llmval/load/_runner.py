@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 
 import httpx
@@ -96,8 +97,12 @@ async def _run_batch(client: httpx.AsyncClient, payloads: list[dict], concurrenc
 
 async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: str,
                    prompts: list[Prompt] | None = None, nonce: str | None = None,
-                   clock: Clock = time.perf_counter, metrics_client: httpx.AsyncClient | None = None) -> LoadRun:
-    """Warm up, then run `workload` against `client`'s server; prompts are built unless given."""
+                   clock: Clock = time.perf_counter, metrics_client: httpx.AsyncClient | None = None,
+                   before_window: Callable[[], Awaitable[None]] | None = None) -> LoadRun:
+    """Warm up, then run `workload` against `client`'s server; prompts are built unless given.
+
+    `before_window` is awaited between the warmup and the measured window (e.g. wait for an idle server).
+    """
     nonce = nonce or secrets.token_hex(4)
     total = workload.warmup_requests + workload.num_requests
     if prompts is None:
@@ -109,6 +114,8 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
                                    temperature=workload.temperature, ignore_eos=workload.ignore_eos)
                 for p in prompts[:total]]
     warmup = await _run_batch(client, payloads[: workload.warmup_requests], workload.concurrency, clock)
+    if before_window is not None:
+        await before_window()
     counters_client = metrics_client or client
     before: EngineCounters | None = await read_counters(counters_client, endpoint)
     started = clock()
