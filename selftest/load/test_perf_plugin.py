@@ -45,7 +45,7 @@ def _engine_up() -> bool:
 
 
 @pytest.mark.engine
-def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(pytester):
+def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(pytester, engine_lock):
     if not _engine_up():
         pytest.skip("the local engine is not up at 127.0.0.1:8321")
     data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
@@ -54,7 +54,9 @@ def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(p
     inventory = pytester.path / "raised.toml"
     inventory.write_text(tomli_w.dumps(data))
     result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "decode_tok_s_c1",
-                      "--perf-baseline-dir", str(pytester.path / "baselines"), timeout=900)
+                      "--perf-baseline-dir", str(pytester.path / "baselines"),
+                      "--perf-lock", str(pytester.path / "held-by-parent.lock"),  # this session holds the real one
+                      timeout=900)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*local-vllm*perf.decode.tok_s_c1*", "*expected: >= 100000 tok/s*",
                                  "*observed: * tok/s*"])
