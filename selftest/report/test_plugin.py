@@ -170,3 +170,9 @@ def run_model_checks(pytester: pytest.Pytester, inventory: Path) -> pytest.RunRe
                         "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "--inventory", str(inventory),
                         "--reports", str(pytester.path / "reports"), str(ROOT / "tests" / "serving" / "test_model.py"),
                         timeout=300)
+
+
+def test_tests_matched_by_a_blocker_glob_are_marked_blocker(pytester):
+    result = run_with(pytester, BLOCKED + LIFTED, INVENTORIES / "report-blockers.toml", "-m", "blocker")
+    result.assert_outcomes(xfailed=1, failed=2)
+    assert "1 deselected" in result.stdout.str()  # the reachability test is not a blocker's
