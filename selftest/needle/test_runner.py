@@ -97,3 +97,24 @@ def test_cells_past_the_time_budget_could_not_be_measured():
         runner.measure(runner.cells[1])
     with pytest.raises(CellNotMeasured, match="could not be measured"):
         runner.measure_all()
+
+
+def test_sglang_counts_prompt_tokens_plus_the_measured_chat_overhead():
+    """SGLang's /tokenize takes a prompt only: the chat template's overhead comes from one real chat request."""
+    seen: list[dict] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        if request.url.path == "/tokenize":
+            assert "messages" not in body
+            return httpx.Response(200, json={"tokens": list(range(len(body["prompt"].split())))})
+        return httpx.Response(200, json={"choices": [{"message": {"content": "OK"}, "finish_reason": "length"}],
+                                         "usage": {"prompt_tokens": 3 + 11}})  # "Reply with OK." is 3 pieces
+
+    client = httpx.Client(base_url="http://fake:1", transport=httpx.MockTransport(handler))
+    count = ServerTokenCounter(client, endpoint="fake", engine="sglang", model="m")
+    assert count([{"role": "user", "content": "a b c d e"}]) == 5 + 11
+    assert count([{"role": "user", "content": "a b"}]) == 2 + 11
+    assert sum(1 for b in seen if "max_tokens" in b) == 1  # the overhead is measured once
+    assert seen[-1] == {"model": "m", "prompt": "a b"}

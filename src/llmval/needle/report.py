@@ -50,7 +50,7 @@ def render_heatmap(document: dict, reports_dir: Path) -> Path:
         ax.set_title(f"{variant}, {kind}", fontsize=9)
     summary = document["summary"]
     gates = document.get("gates") or []
-    verdict = "gates: " + ", ".join(f"{g['check'].rsplit('.', 1)[-1]} {'ok' if g['ok'] else 'FAIL'}" for g in gates) \
+    verdict = "gates: " + ", ".join(f"{g['expected']}: {'ok' if g['ok'] else 'FAIL'}" for g in gates) \
         if gates else "gates: not judged (grid incomplete)"
     rate = summary["pass_rate"]
     fig.suptitle(f"NIAH {document['grid']} ({document['model']}): {summary['passed']}/{summary['measured']} cells pass"
