@@ -1,6 +1,6 @@
 """Loaded only by selftest/engines/synthesize.py: the contract's HTTP goes to the SYNTHESIZED SGLang of
 fake_sglang.py and the engine-log command gets its synthesized journal, so `--record` writes a replay that holds
-exactly the requests the contract makes. Variant from LLMVAL_SYNTH_SGLANG_VARIANT."""
+exactly the requests the contract makes. `<engine>:<variant>` from LLMVAL_SYNTH_SGLANG_VARIANT."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import httpx
 
 from llmval import transport
 from llmval.recording import CommandResult
-from selftest.engines import fake_sglang
+from selftest.engines import fake_sglang, fake_vllm
 
 VARIANT_ENV = "LLMVAL_SYNTH_SGLANG_VARIANT"
+FAKES = {"sglang": fake_sglang, "vllm": fake_vllm}
 
 
 class _Body(httpx.SyncByteStream):
@@ -35,13 +36,14 @@ class _FakeTransport(httpx.BaseTransport):
 
 
 def pytest_configure(config) -> None:
-    variant = os.environ[VARIANT_ENV]
-    handle = fake_sglang.handler(variant)
+    engine, _, variant = os.environ[VARIANT_ENV].partition(":")
+    fake = FAKES[engine]
+    handle = fake.handler(variant)
     httpx.HTTPTransport = lambda *args, **kwargs: _FakeTransport(handle)  # type: ignore[misc]
 
     def run_live(self, command: str, timeout_s: float) -> CommandResult:
-        if "journalctl" in command:
-            return CommandResult(self.name, command, 0, fake_sglang.startup_log(variant), "", 0.01)
+        if "journalctl" in command or "docker logs" in command:
+            return CommandResult(self.name, command, 0, fake.startup_log(variant), "", 0.01)
         return CommandResult(self.name, command, 127, "", "synthesized host: command not known", 0.01)
 
     transport.Connection._run_live = run_live  # type: ignore[method-assign]

@@ -36,3 +36,20 @@ def test_kpro6_sglang_payload_verdicts(pytester, variant):
         assert cause in failed[name], failed[name]
         assert "[kpro6-sglang]" in failed[name] and "expected:" in failed[name]
     assert sum(t["outcome"] == "passed" for t in tests) >= 12
+
+
+@pytest.mark.parametrize("variant", ["healthy", "glm"])
+def test_spark_vllm_payload_verdicts(pytester, variant):
+    """Spark (vLLM 0.17.1, TP=2 over Ray): healthy passes; the stale GLM-4.7-Flash container is caught by the
+    model-id check, and every generating check says it cannot run because the model is not served."""
+    run_contract(pytester, "-m", "smoke and serving", "-p", "no:xdist", "--inventory",
+                 str(ROOT / "inventories" / "spark.toml"), "--replay",
+                 str(REPLAYS / f"SYNTHESIZED-spark-vllm-{variant}"))
+    tests = json.loads((pytester.path / "reports" / "results.json").read_text())["tests"]
+    failed = {t["nodeid"].split("::")[-1]: t["message"] for t in tests if t["outcome"] not in {"passed", "skipped"}}
+    if variant == "healthy":
+        assert failed == {} and sum(t["outcome"] == "passed" for t in tests) >= 12
+        return
+    model = failed["test_served_model_matches_inventory[spark-vllm]"]
+    assert "observed: ['GLM-4.7-Flash']" in model and "GLM-4.7-Flash container" in model, model
+    assert "does not serve model" in failed["test_tiny_generation_returns_text[spark-vllm]"]
