@@ -40,15 +40,19 @@ def launch_log_path(step_name: str, reports_dir: Path) -> str:
         return str(path)
 
 
-def log_command(source: str, *, launch_path: str | None = None) -> str:
-    """The shell command (for the endpoint's host) that prints the evidence lines of the log at `source`."""
+def log_command(source: str, *, launch_path: str | list[str] | None = None) -> str:
+    """The shell command (for the endpoint's host) that prints the evidence lines of the log at `source`.
+    `launch_path` may list candidates (this run's reports, then the default reports/): the first readable wins."""
     kind, _, where = source.partition(":")
     grep = f"grep -a -E {shlex.quote(EVIDENCE_LINES)}"
     if kind == "launch":
         if not launch_path:
             raise InventoryError("<inventory>", [("endpoints.logs", "`launch` needs a [launch] background step")])
-        kind, where = "file", launch_path
-    if not where and kind != "launch":
+        candidates = [launch_path] if isinstance(launch_path, str) else list(dict.fromkeys(launch_path))
+        quoted = " ".join(shlex.quote(c) for c in candidates)
+        return (f"for f in {quoted}; do if [ -r \"$f\" ]; then {grep} \"$f\" | tail -n {MAX_LINES}; exit 0; fi; "
+                f"done; echo 'llmval: cannot read the launch log: '{shlex.quote(' or '.join(candidates))} >&2; exit 3")
+    if not where:
         raise InventoryError("<inventory>", [("endpoints.logs", f"{source!r}: say where, e.g. file:/path")])
     q = shlex.quote(where)
     if kind == "file":
