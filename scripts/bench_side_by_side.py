@@ -4,7 +4,9 @@
 For each concurrency C it runs `vllm bench serve` (random dataset, fixed input/output lengths,
 ignore_eos, temperature 0, --max-concurrency C, warmups) and the suite's load generator with the
 same workload, one after the other, under the engine lock, and prints for both tools decode tok/s
-(1000 / median TPOT) and output throughput, and their ratio (suite / vLLM).
+(1000 / median TPOT) and output throughput, and their ratio (suite / vLLM). With --rounds 2 (the
+default) the order alternates (vLLM, suite, suite, vLLM) and the last line per C pools the rounds,
+so a background load that drifts during the run does not show up as a difference between the tools.
 
     .venv/bin/python scripts/bench_side_by_side.py                       # the local engine, C=1 and 4
     .venv/bin/python scripts/bench_side_by_side.py --concurrency 1 --input-len 256 --output-len 128
@@ -35,20 +37,59 @@ sys.path.insert(0, str(ROOT / "src"))
 from llmval.load import Workload, read_counters, run_load, window_deltas  # noqa: E402
 from llmval.load._lock import engine_lock  # noqa: E402
 
-VLLM_BENCH = (
-    "import sys\n"
-    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-    "from vllm.benchmarks.serve import add_cli_args, main\n"
-    "parser = FlexibleArgumentParser()\n"
-    "add_cli_args(parser)\n"
-    "main(parser.parse_args(sys.argv[1:]))\n"
-)
+# One long-lived `vllm bench serve` process (importing vLLM takes ~30 s on this machine): it reads one
+# JSON argv per line, runs the benchmark, and answers DONE/FAILED. It idles on stdin between runs.
+VLLM_BENCH = """
+import json, sys, traceback
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.benchmarks.serve import add_cli_args, main
+print("@@READY", flush=True)
+for line in sys.stdin:
+    parser = FlexibleArgumentParser()
+    add_cli_args(parser)
+    try:
+        main(parser.parse_args(json.loads(line)))
+        print("@@DONE", flush=True)
+    except BaseException:
+        traceback.print_exc()
+        print("@@FAILED", flush=True)
+"""
 
 
-def run_vllm_bench(args: argparse.Namespace, concurrency: int, num_prompts: int, seed: int, out_dir: Path) -> dict:
+class VllmBench:
+    """The `vllm bench serve` worker process in the engine's venv."""
+
+    def __init__(self, args: argparse.Namespace, log: Path):
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(ROOT / ".cache" / "xdg"),
+               "VLLM_CACHE_ROOT": str(ROOT / ".cache" / "vllm")}
+        self.log = log
+        self._log = open(log, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        self.proc = subprocess.Popen([str(args.engine_python), "-u", "-c", VLLM_BENCH], cwd=ROOT, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True)
+        self._read_until("@@READY")
+
+    def _read_until(self, *markers: str) -> str:
+        for line in self.proc.stdout:
+            self._log.write(line)
+            if line.strip() in markers:
+                return line.strip()
+        sys.exit(f"vllm bench serve worker exited (rc {self.proc.wait()}); log: {self.log}")
+
+    def run(self, argv: list[str]) -> bool:
+        self.proc.stdin.write(json.dumps(argv) + "\n")
+        self.proc.stdin.flush()
+        return self._read_until("@@DONE", "@@FAILED") == "@@DONE"
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self._log.close()
+
+
+def run_vllm_bench(bench: VllmBench, args: argparse.Namespace, concurrency: int, num_prompts: int, seed: int,
+                   out_dir: Path) -> dict:
     name = f"vllm-c{concurrency}-{seed}.json"
-    cmd = [
-        str(args.engine_python), "-c", VLLM_BENCH,
+    argv = [
         "--backend", "openai", "--base-url", args.base_url, "--endpoint", "/v1/completions",
         "--model", args.model, "--tokenizer", str(args.tokenizer),
         "--dataset-name", "random", "--random-input-len", str(args.input_len),
@@ -59,13 +100,8 @@ def run_vllm_bench(args: argparse.Namespace, concurrency: int, num_prompts: int,
         "--ready-check-timeout-sec", "0", "--disable-tqdm",
         "--save-result", "--save-detailed", "--result-dir", str(out_dir), "--result-filename", name,
     ]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(ROOT / ".cache" / "xdg"),
-           "VLLM_CACHE_ROOT": str(ROOT / ".cache" / "vllm")}
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.timeout_s)
-    (out_dir / f"{name}.log").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr, encoding="utf-8")
-    if done.returncode != 0:
-        sys.exit(f"vllm bench serve failed (rc {done.returncode}); log: {out_dir / (name + '.log')}\n"
-                 f"{done.stderr[-1500:]}")
+    if not bench.run(argv):
+        sys.exit(f"vllm bench serve failed; log: {bench.log}")
     return json.loads((out_dir / name).read_text(encoding="utf-8"))
 
 
@@ -100,6 +136,7 @@ def main() -> int:
     parser.add_argument("--requests-per-concurrency", type=int, default=4, help="k in k·C requests (C>1)")
     parser.add_argument("--c1-requests", type=int, default=8, help="requests at C=1 (median TPOT)")
     parser.add_argument("--warmups", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per concurrency, ABBA order (default 2)")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
     parser.add_argument("--lock-timeout-s", type=float, default=900)
@@ -109,37 +146,54 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     rows, summary = [], {"date": stamp, "args": {k: str(v) for k, v in vars(args).items()}, "runs": []}
+    bench = VllmBench(args, args.out / f"vllm-bench-{stamp}.log")  # imported before taking the lock (no engine load)
     with engine_lock(args.lock, args.lock_timeout_s):
         for c in args.concurrency:
             n = args.c1_requests if c == 1 else args.requests_per_concurrency * c
-            seed = secrets.randbelow(2**31)
-            before = asyncio.run(counters(args))
-            vllm = run_vllm_bench(args, c, n, seed, args.out)
-            middle = asyncio.run(counters(args))
-            suite = asyncio.run(run_suite(args, c, n))
-            after = asyncio.run(counters(args))
-            vllm_own = vllm["total_output_tokens"] + args.warmups * args.output_len
-            foreign_vllm = (window_deltas(before, middle).generation_tokens or 0) - vllm_own
-            foreign_suite = (window_deltas(middle, after).generation_tokens or 0) - (
-                sum(suite["output_lens"]) + args.warmups * args.output_len)
-            v_dec, s_dec = 1000 / vllm["median_tpot_ms"], suite["decode_tok_s"]
-            v_thr, s_thr = vllm["output_throughput"], suite["output_throughput"]
-            rows.append((c, n, v_dec, s_dec, v_thr, s_thr, vllm, suite, foreign_vllm, foreign_suite))
-            summary["runs"].append({"concurrency": c, "num_prompts": n, "seed": seed, "vllm": vllm, "suite": suite,
-                                    "foreign_tokens_vllm_window": foreign_vllm,
-                                    "foreign_tokens_suite_window": foreign_suite})
+            pairs = []
+            for round_no in range(args.rounds):
+                # ABBA: odd rounds run vLLM first, even rounds the suite first, so a drifting background cancels
+                order = ("vllm", "suite") if round_no % 2 == 0 else ("suite", "vllm")
+                results, foreign = {}, {}
+                for tool in order:
+                    before = asyncio.run(counters(args))
+                    if tool == "vllm":
+                        seed = secrets.randbelow(2**31)  # fresh prompts: no prefix-cache hits from earlier runs
+                        results[tool] = run_vllm_bench(bench, args, c, n, seed, args.out)
+                        own = results[tool]["total_output_tokens"] + args.warmups * args.output_len
+                    else:
+                        results[tool] = asyncio.run(run_suite(args, c, n))
+                        own = sum(x or 0 for x in results[tool]["output_lens"]) + args.warmups * args.output_len
+                    foreign[tool] = (window_deltas(before, asyncio.run(counters(args))).generation_tokens or 0) - own
+                pairs.append((results, foreign))
+                summary["runs"].append({"concurrency": c, "num_prompts": n, "round": round_no, "order": order,
+                                        **results, "foreign_tokens": foreign})
+            rows.append((c, n, pairs))
+    bench.close()
     path = args.out / f"side-by-side-{stamp}.json"
     path.write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     print(f"\nworkload: input {args.input_len} tok, output {args.output_len} tok (ignore_eos), temperature "
           f"{args.temperature}, warmups {args.warmups}; engine {args.base_url}")
-    print(f"{'C':>3} {'N':>3} | {'decode tok/s vllm':>17} {'suite':>8} {'ratio':>6} | "
-          f"{'output tok/s vllm':>17} {'suite':>8} {'ratio':>6} | in tok v/s   | p99 TTFT ms v/s | other traffic")
-    for c, n, v_dec, s_dec, v_thr, s_thr, vllm, suite, fv, fs in rows:
-        print(f"{c:>3} {n:>3} | {v_dec:>17.2f} {s_dec:>8.2f} {_ratio(s_dec, v_dec):>6.3f} | "
-              f"{v_thr:>17.2f} {s_thr:>8.2f} {_ratio(s_thr, v_thr):>6.3f} | "
-              f"{vllm['total_input_tokens']:>5}/{suite['total_input_tokens']:<5} | "
-              f"{vllm['p99_ttft_ms']:>7.1f}/{suite['p99_ttft_ms']:<7.1f} | "
-              f"{'none' if fv <= 0 and fs <= 0 else f'{fv:.0f}/{fs:.0f} foreign tokens'}")
+    print(f"{'C':>3} {'N':>3} {'rnd':>3} | {'decode tok/s vllm':>17} {'suite':>8} {'ratio':>6} | "
+          f"{'output tok/s vllm':>17} {'suite':>8} {'ratio':>6} | in tok v/s  | p99 TTFT ms v/s | other traffic")
+    for c, n, pairs in rows:
+        totals = {"vd": 0.0, "sd": 0.0, "vt": 0.0, "st": 0.0}
+        for i, (r, foreign) in enumerate(pairs):
+            vllm, suite = r["vllm"], r["suite"]
+            v_dec, s_dec = 1000 / vllm["median_tpot_ms"], suite["decode_tok_s"]
+            v_thr, s_thr = vllm["output_throughput"], suite["output_throughput"]
+            for key, value in (("vd", v_dec), ("sd", s_dec), ("vt", v_thr), ("st", s_thr)):
+                totals[key] += value
+            other = "none" if max(foreign.values()) <= 0 else f"{foreign['vllm']:.0f}/{foreign['suite']:.0f} tokens"
+            print(f"{c:>3} {n:>3} {i + 1:>3} | {v_dec:>17.2f} {s_dec:>8.2f} {_ratio(s_dec, v_dec):>6.3f} | "
+                  f"{v_thr:>17.2f} {s_thr:>8.2f} {_ratio(s_thr, v_thr):>6.3f} | "
+                  f"{vllm['total_input_tokens']:>5}/{suite['total_input_tokens']:<5}| "
+                  f"{vllm['p99_ttft_ms']:>7.1f}/{suite['p99_ttft_ms']:<7.1f} | {other}")
+        if len(pairs) > 1:
+            k = len(pairs)
+            print(f"{c:>3} {n:>3} {'all':>3} | {totals['vd'] / k:>17.2f} {totals['sd'] / k:>8.2f} "
+                  f"{_ratio(totals['sd'], totals['vd']):>6.3f} | {totals['vt'] / k:>17.2f} {totals['st'] / k:>8.2f} "
+                  f"{_ratio(totals['st'], totals['vt']):>6.3f} |")
     print(f"details: {path}")
     return 0
 
