@@ -26,7 +26,7 @@ def test_decode_tok_s_c1_meets_minimum(perf_gate, run_c1, expect):
            observed=f"{m.decode_tok_s:.2f} tok/s", ok=m.decode_tok_s >= perf_gate.decode_tok_s_c1_min,
            hint="1000 / median TPOT at C=1; check speculative settings, other load, engine flags",
            evidence=f"median TPOT {m.tpot_ms.median:.2f} ms over {m.completed} requests "
-                    f"({run_c1.run.workload.key()}); {run_c1.report}")
+                    f"({run_c1.run.workload.key()}); quoted: {perf_gate.quoted_tok_s or '-'} tok/s; {run_c1.report}")
 
 
 def test_no_failed_requests_at_c1(perf_gate, run_c1, expect):
@@ -39,12 +39,3 @@ def test_prompt_lengths_match_workload_at_c1(perf_gate, run_c1, expect):
     lens = sorted({r.prompt_tokens for r in run_c1.run.records if r.success})
     expect(perf_gate.label, "perf.prompt.input_len", expected=[perf_gate.input_len], observed=lens,
            hint="the server's usage.prompt_tokens disagrees with /tokenize (chat template? BOS?)")
-
-
-@pytest.mark.needs("quoted_tok_s")
-def test_decode_tok_s_recorded_against_quote(perf_gate, run_c1, expect):
-    m = run_c1.run.metrics
-    expect.measure(perf_gate.label, "decode_tok_s_vs_quote", round(m.decode_tok_s / perf_gate.quoted_tok_s, 3), "x")
-    expect(perf_gate.label, "perf.decode.tok_s_c1_vs_quote", expected=f"~{perf_gate.quoted_tok_s:g} tok/s (quoted)",
-           observed=f"{m.decode_tok_s:.2f} tok/s", ok=m.decode_tok_s > 0,
-           hint="the quote is informational; the gate is decode_tok_s_c1_min")
