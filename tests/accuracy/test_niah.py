@@ -14,6 +14,8 @@ pytestmark = pytest.mark.accuracy
 
 def test_needle_is_retrieved(niah_cell, niah_result, niah_spec, expect):
     expect.measure(niah_cell.grid, f"niah.{niah_cell.id}.pass_rate", niah_result.pass_rate, "fraction")
+    for trial in niah_result.trials:  # the prompt's identity: the same every night
+        expect.measure(niah_cell.grid, f"niah.{niah_cell.id}.{trial.trial}.prompt_sha256", trial.prompt_sha256)
     expected = " / ".join(t.expected for t in niah_result.trials) + " and no other candidate value"
     strict = niah_spec.all_pass_up_to is not None and niah_cell.length <= niah_spec.all_pass_up_to
     if not niah_result.is_pass and not strict:
