@@ -222,6 +222,25 @@ def _blocked(results: dict, inventory: Inventory) -> Section:
     return section
 
 
+def _expected_failures(results: dict) -> Section | None:
+    """xfailed tests that no declared blocker explains (the test itself expects to fail)."""
+    items: dict[str, Item] = {}
+    for test in results.get("tests", []):
+        if test.get("outcome") != "xfailed" or test.get("blockers"):
+            continue
+        reason = _first_line(test.get("message", "")).removeprefix("xfail: ") or "(no reason)"
+        item = items.setdefault(reason, Item(esc(_clip(reason, 200)), XFAIL))
+        record = _failing_record(test)
+        observed = f": observed {esc(record.get('observed'))}" if record else ""
+        item.detail.append(f"`{test['nodeid']}`{observed}")
+    if not items:
+        return None
+    for item in items.values():
+        if len(item.detail) > MAX_DONE_SUBJECTS:
+            item.detail[MAX_DONE_SUBJECTS:] = [f"… and {len(item.detail) - MAX_DONE_SUBJECTS} more"]
+    return Section("Expected failures (xfail, no declared blocker)", list(items.values()), level=3)
+
+
 def _skipped(results: dict) -> Section | None:
     reasons: dict[str, int] = defaultdict(int)
     for test in results.get("tests", []):
@@ -402,8 +421,7 @@ def build_status(results: dict, inventory: Inventory, *, previous: dict | None =
     verdict, summary = _header(results, inventory)
     decisions, decision_steps = _decisions(results, inventory)
     progress = [_done(results), _failing(results), _blocked(results, inventory)]
-    if skipped := _skipped(results):
-        progress.append(skipped)
+    progress += [s for s in (_expected_failures(results), _skipped(results)) if s is not None]
     sections = [
         Section("Goal", [Item(esc(deployment.goal or "(no goal declared in [deployment])"), DECLARED)]),
         Section("Constraints & Preferences", [Item(esc(c), DECLARED) for c in deployment.constraints]
