@@ -18,6 +18,7 @@ HANG_MARKER = "llmval-standin-hang"
 
 NVIDIA_SMI = """#!/bin/sh
 # fake nvidia-smi of a stand-in host: prints the REAL H200 x2 captures
+sleep {latency}
 case "$*" in
   *--query-gpu=index,name,uuid,pci.bus_id,driver_version,compute_cap,memory.total\\ *) cat {csv} ;;
   "-q -x") cat {xml} ;;
@@ -30,6 +31,7 @@ exec -a {HANG_MARKER} sleep 600
 """
 DOCKER = """#!/bin/sh
 # fake docker of a stand-in host (SYNTHESIZED answers)
+sleep {latency}
 case "$1 $2" in
   "inspect --type") cat {inspect} ;;
   "logs vllm") cat {nccl} ;;
@@ -48,15 +50,18 @@ def _nccl_log(host: str) -> str:
 
 
 def make_standins(root: Path, names: list[str], *, hang: frozenset[str] = frozenset(), timeout_s: float = 20,
-                  with_model: bool = True) -> Path:
-    """Write stand-in host folders under `root` and an inventory for them; return the inventory path."""
+                  with_model: bool = True, latency_s: float = 0.0) -> Path:
+    """Write stand-in host folders under `root` and an inventory for them; return the inventory path.
+    `latency_s`: how long each fake nvidia-smi/docker call takes (a real nvidia-smi takes a fraction of a second,
+    a remote host adds the ssh round trip)."""
     hosts = []
     for name in names:
         base = root / name
         bin_dir = base / "bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
         smi = HANGING_NVIDIA_SMI if name in hang else NVIDIA_SMI.format(
-            csv=shlex.quote(str(REAL / "nvidia-smi-query-short.csv")), xml=shlex.quote(str(REAL / "nvidia-smi-q.xml")))
+            csv=shlex.quote(str(REAL / "nvidia-smi-query-short.csv")), xml=shlex.quote(str(REAL / "nvidia-smi-q.xml")),
+            latency=latency_s)
         container = {"Name": "/vllm", "State": {"Status": "running", "Running": True},
                      "Config": {"Image": "example/vllm:1", "Env": ["NCCL_SOCKET_IFNAME=lo", "NCCL_DEBUG=INFO"]}}
         (base / "inspect.json").write_text(json.dumps([container]))
@@ -64,8 +69,9 @@ def make_standins(root: Path, names: list[str], *, hang: frozenset[str] = frozen
         (base / "ray.json").write_text(json.dumps([{"node_id": f"{i:056x}", "node_ip": f"127.0.0.{i + 1}",
                                                     "state": "ALIVE", "is_head_node": i == 0,
                                                     "resources_total": {"GPU": 2.0}} for i in range(2)]))
-        docker = DOCKER.format(**{k: shlex.quote(str(base / f)) for k, f in
-                                  (("inspect", "inspect.json"), ("nccl", "nccl.log"), ("ray", "ray.json"))})
+        docker = DOCKER.format(latency=latency_s, **{k: shlex.quote(str(base / f)) for k, f in
+                                                     (("inspect", "inspect.json"), ("nccl", "nccl.log"),
+                                                      ("ray", "ray.json"))})
         for tool, text in (("nvidia-smi", smi), ("docker", docker)):
             (bin_dir / tool).write_text(text)
             (bin_dir / tool).chmod(0o755)

@@ -28,10 +28,11 @@ def _leftover_hangs() -> list[str]:
     return [line for line in out.splitlines() if "pgrep" not in line]
 
 
-def test_hung_nvidia_smi_fails_its_host_within_the_timeout_while_others_pass(pytester, tmp_path):
+@pytest.mark.parametrize("parallel", [("-n", "2"), ("-p", "no:xdist")], ids=["xdist", "threads"])
+def test_hung_nvidia_smi_fails_its_host_within_the_timeout_while_others_pass(pytester, tmp_path, parallel):
     inventory = make_standins(tmp_path, ["ok-a", "hung", "ok-b"], hang=frozenset({"hung"}), timeout_s=TIMEOUT_S)
     started = time.monotonic()
-    result, outcomes = run_hosts(pytester, "--inventory", str(inventory), "-n", "2", "--record", str(tmp_path / "rec"))
+    result, outcomes = run_hosts(pytester, "--inventory", str(inventory), *parallel, "--record", str(tmp_path / "rec"))
     wall_s = time.monotonic() - started
     failed = not_passed(outcomes)
     assert failed and all("[hung]" in k for k in failed), result.stdout.str()[-3000:]

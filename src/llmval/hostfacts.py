@@ -417,3 +417,47 @@ def compare_group(members: list[tuple[HostSpec, HostFacts, ModelFileSpec]], cach
     diffs = {n: digest_differences(readable[reference], v) for n, v in readable.items()}
     odd = {n: d[:5] + ([f"... {len(d) - 5} more"] if len(d) > 5 else []) for n, d in diffs.items() if d}
     return GroupVerdict(",".join(odd) or reference, reference, len(readable[reference]), odd)
+
+
+def fact_plan(spec: HostSpec) -> list[tuple[str, tuple]]:
+    """The facts (method, arguments) the host contract will read from `spec`, from what it declares."""
+    plan: list[tuple[str, tuple]] = []
+    if spec.gpus is not None:
+        plan.append(("gpus", ()))
+        if spec.gpus.cuda_version is not None:
+            plan.append(("smi_log", ()))
+    if spec.proxmox is not None:
+        plan += [("pci_drivers", ()), ("smi_log", ())]
+        plan += [("lxc_conf" if g.kind == "lxc" else "vm_conf", (g.id,)) for g in spec.proxmox.guests]
+    if spec.gpu_processes is not None:
+        plan.append(("gpu_holders", ()))
+    if spec.interfaces:
+        plan.append(("links", ()))
+    if spec.env is not None:
+        plan.append(("environment", (spec.env.source,)))
+    if spec.nccl is not None:
+        plan.append(("nccl_log", (spec.nccl.log,)))
+    for service in spec.services:
+        plan.append(("unit" if service.kind == "systemd" else "container", (service.name,)))
+    if spec.ray is not None:
+        plan.append(("ray_nodes", (spec.ray.run_in,)))
+    plan += [("file_listing", (m.path,)) for m in spec.model_files]
+    return list(dict.fromkeys(plan))
+
+
+def prefetch(hosts: list[tuple[HostSpec, HostFacts]]) -> None:
+    """Read every planned fact of every host at once (one thread per host, each host's facts in order).
+
+    Each fact is memoized (value or LlmvalError), so the tests then only compare. A hung host holds its
+    own thread for at most its commands' timeouts; the others finish meanwhile."""
+
+    def one(spec: HostSpec, facts: HostFacts) -> None:
+        for method, args in fact_plan(spec):
+            try:
+                getattr(facts, method)(*args)
+            except Exception:  # memoized LlmvalErrors re-raise in the test that reads the fact
+                pass
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(32, len(hosts)))) as pool:
+        for future in [pool.submit(one, spec, facts) for spec, facts in hosts]:
+            future.result()
