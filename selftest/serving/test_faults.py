@@ -1,7 +1,7 @@
 """Real serving faults fail the right test with the cause named, and nothing unrelated fails.
 
 REAL replays (recorded once on the real local engine by selftest/serving/faults.py, see each folder's
-ENGINE.txt) are judged again offline; the hung server is live (a socket that accepts and never answers) and
+README.md) are judged again offline; the hung server is live (a socket that accepts and never answers) and
 must end the run within its 3 s timeout; one live fault (FP8 KV) runs on the real engine, marked `engine`."""
 
 from __future__ import annotations
