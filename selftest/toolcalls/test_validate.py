@@ -53,7 +53,13 @@ def test_no_call_is_invalid():
 
 def test_stream_parity_mismatch():
     verdict = judge(CASE, _answer(json.dumps(GOOD)), max_tokens=120, reference=[("get_weather", {"city": "x"})])
-    assert [p.kind for p in verdict.problems] == ["stream_mismatch"]
+    assert [p.kind for p in verdict.problems] == ["stream_mismatch"] and not verdict.is_valid
+
+
+def test_stream_divergence_of_values_is_a_note():
+    other = [("get_weather", {"city": "Oslo", "unit": GOOD["unit"]})]
+    verdict = judge(CASE, _answer(json.dumps(GOOD)), max_tokens=120, reference=other)
+    assert verdict.is_valid and "stream_divergence" in [p.kind for p in verdict.problems]
 
 
 def test_catalogue_is_deterministic_and_large_strings_are_tricky():
