@@ -262,10 +262,14 @@ def _decisions(results: dict, inventory: Inventory) -> tuple[Section, list[Item]
         if any(b.get("state") == LIFTED for _, b in _blocker_states(results).get(blocker.id, [])):
             lifted_for[blocker.revisit].append(blocker.id)
     for decision in inventory.decisions:
-        detail, states = [], []
+        detail, states, shown = [], [], set()
         for pattern in decision.guarded_by:
             hits = [(t, r) for check, pairs in by_check.items() if fnmatchcase(check, pattern) for t, r in pairs
                     if not decision.platform or platforms.get(str(r.get("subject"))) in {decision.platform, None}]
+            if hits and all(id(r) in shown for _, r in hits):
+                continue  # an earlier pattern of this decision already showed these verdicts
+            hits = [(t, r) for t, r in hits if id(r) not in shown]
+            shown.update(id(r) for _, r in hits)
             if not hits:
                 detail.append(f"`{pattern}`: not checked this run")
                 states.append(UNCHECKED)
