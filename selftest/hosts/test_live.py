@@ -101,7 +101,8 @@ def test_ssh_and_pct_transports_quote_through_to_the_container(tmp_path, monkeyp
     assert node.stdout == "|its $HOME; \"quoted\"\n"
     assert ct.stdout == "129|its $HOME; \"quoted\"\n"
     log = (bin_dir / "ssh.log").read_text()
-    assert "ControlPath=/tmp/llmval-ssh-%C" in log and "BatchMode=yes" in log and "pct exec 129 -- /bin/sh -c" in log
+    assert "ControlPath=/tmp/llmval-ssh-%C" in log and "BatchMode=yes" in log
+    assert "pct exec 129 -- timeout -k 2 20 /bin/sh -c" in log and "timeout -k 2 5 /bin/sh -c" in log
     (bin_dir / "ssh").write_text("#!/bin/sh\necho 'ssh: connect to host 127.0.0.1 port 22: Connection refused' >&2\n"
                                  "exit 255\n")
     from llmval.errors import HostUnreachable

@@ -3,10 +3,11 @@
 testinfra's backends all end in `run_local` (ssh and docker build a local command line), and
 `run_local` waits forever. `_Bounded` replaces it with a run that kills the whole process group at
 the deadline, so a hung `nvidia-smi` or a black-holed ssh fails that host's check in `timeout_s`
-without blocking the others. The Proxmox `pct` backend is ssh to the node, then
-`pct exec <id> -- /bin/sh -c <command>` there. ssh hosts share one multiplexed connection
-(ControlMaster/ControlPath) per host; ssh's own failure (rc 255) becomes `HostUnreachable`, never a
-testinfra RuntimeError.
+without blocking the others. Remote commands also run under `timeout` on the far side (a hung
+nvidia-smi there is killed too), with the local deadline a little later. The Proxmox `pct` backend is
+ssh to the node, then `pct exec <id> -- timeout -k 2 <T> /bin/sh -c <command>` there. ssh hosts
+share one multiplexed connection (ControlMaster/ControlPath) per host; ssh's own failure (rc 255)
+becomes `HostUnreachable`, never a testinfra RuntimeError.
 
     >>> conn = connect(HostSpec(name="me", platform="p"))
     >>> conn.run("echo hi").stdout
@@ -33,6 +34,10 @@ from .inventory import HostSpec, Inventory
 from .recording import CommandResult, Recorder, Replay
 
 SSH_UNREACHABLE_RC = 255
+REMOTE_TIMEOUT_RCS = (124, 137)
+"""Exit codes of `timeout -k` when it had to stop (TERM) or kill (KILL) the command."""
+REMOTE_GRACE_S = 4.0
+"""The local deadline of a remote command is its remote deadline plus this (the far side stops it first)."""
 
 
 class _Timeout(Exception):
@@ -46,6 +51,15 @@ class _Bounded:
     timeout_s: float = 20.0
     env: dict[str, str] | None = None
     """Environment for the local process (None: inherit)."""
+    remote_timeout_s: float | None = None
+    """Set for remote backends: the command also runs under `timeout` on the far side, so a hung remote
+    nvidia-smi is killed there too (killing the local ssh client alone would leave it running)."""
+
+    def _deadlined(self, inner: str) -> str:
+        """`timeout -k 2 T /bin/sh -c <inner>` on the far side (or just `/bin/sh -c <inner>`)."""
+        if self.remote_timeout_s is None:
+            return self.quote("/bin/sh -c %s", inner)  # type: ignore[attr-defined]
+        return self.quote("timeout -k 2 %s /bin/sh -c %s", f"{self.remote_timeout_s:g}", inner)  # type: ignore
 
     def run_local(self, command: str, *args: str) -> TestinfraResult:
         cmd = self.encode(self.quote(command, *args))  # type: ignore[attr-defined]
@@ -86,6 +100,9 @@ class BoundedLocalBackend(_Bounded, LocalBackend):
 class BoundedSshBackend(_Bounded, SshBackend):
     NAME = "llmval-ssh"
 
+    def run(self, command: str, *args: str, **kwargs: Any) -> TestinfraResult:
+        return self.run_ssh(self._deadlined(self.get_command(command, *args)))
+
 
 class BoundedDockerBackend(_Bounded, DockerBackend):
     NAME = "llmval-docker"
@@ -105,7 +122,7 @@ class PctBackend(_Bounded, SshBackend):
 
     def run(self, command: str, *args: str, **kwargs: Any) -> TestinfraResult:
         inner = self.get_command(command, *args)
-        return self.run_ssh(self.quote("pct exec %s -- /bin/sh -c %s", self.container, inner))
+        return self.run_ssh(self.quote("pct exec %s -- ", self.container) + self._deadlined(inner))
 
 
 class _DockerViaSsh(_Bounded, SshBackend):
@@ -118,8 +135,9 @@ class _DockerViaSsh(_Bounded, SshBackend):
         super().__init__(hostspec, *args, **kwargs)
 
     def run(self, command: str, *args: str, **kwargs: Any) -> TestinfraResult:
-        inner = self.get_command(command, *args)
-        return self.run_ssh(self.quote("docker exec %s /bin/sh -c %s", self.container, inner))
+        inner = self.get_command(self.quote("docker exec %s /bin/sh -c %s", self.container,
+                                            self.get_command(command, *args)))
+        return self.run_ssh(self._deadlined(inner))
 
 
 # Registered so that `--hosts=pct://root@node?container=129` works for plain testinfra users too.
@@ -215,7 +233,9 @@ class Connection:
 
     def _run_live(self, command: str, timeout_s: float) -> CommandResult:
         assert self._backend is not None and self.testinfra_host is not None
-        self._backend.timeout_s = timeout_s
+        remote = self._is_over_ssh
+        self._backend.timeout_s = timeout_s + (REMOTE_GRACE_S if remote else 0)
+        self._backend.remote_timeout_s = timeout_s if remote else None
         started = time.monotonic()
         try:
             out = self.testinfra_host.run(command)
@@ -223,8 +243,9 @@ class Connection:
             return CommandResult(self.name, command, -9, timeout.stdout.decode("utf-8", "replace"),
                                  timeout.stderr.decode("utf-8", "replace"),
                                  round(time.monotonic() - started, 3), timed_out=True)
-        return CommandResult(self.name, command, out.rc, out.stdout, out.stderr,
-                             round(time.monotonic() - started, 3))
+        elapsed = round(time.monotonic() - started, 3)
+        timed_out = remote and out.rc in REMOTE_TIMEOUT_RCS and elapsed >= timeout_s
+        return CommandResult(self.name, command, out.rc, out.stdout, out.stderr, elapsed, timed_out=timed_out)
 
     def check_output(self, command: str, *, timeout_s: float | None = None) -> str:
         """stdout of `command`, or CommandFailed naming the host, command, rc and stderr."""
