@@ -19,8 +19,10 @@ def test_needle_is_retrieved(niah_cell, niah_result, niah_spec, expect):
     expected = " / ".join(t.expected for t in niah_result.trials) + " and no other candidate value"
     strict = niah_spec.all_pass_up_to is not None and niah_cell.length <= niah_spec.all_pass_up_to
     if not niah_result.is_pass and not strict:
-        pytest.xfail(f"missed: {niah_observed(niah_result)[:300]}; expected {expected}; above all_pass_up_to="
-                     f"{niah_spec.all_pass_up_to}, so only the min_overall gate counts it")
+        scope = f"above all_pass_up_to={niah_spec.all_pass_up_to}" if niah_spec.all_pass_up_to else \
+            "no all_pass_up_to declared"
+        pytest.xfail(f"missed: {niah_observed(niah_result)[:300]}; expected {expected}; {scope}, so only the "
+                     "min_overall gate counts it")
     expect(niah_cell.grid, "accuracy.niah.cell", expected=expected, observed=niah_observed(niah_result),
            ok=niah_result.is_pass, hint=f"every cell up to {niah_spec.all_pass_up_to} tokens must pass; "
            "see reports/niah-*.json for the prompt hash and the heatmap")
