@@ -25,8 +25,8 @@ def render_heatmap(document: dict, reports_dir: Path) -> Path:
     lengths, depths = document["lengths"], document["depths"]
     panels = [(v, k) for v in document["spec"]["variants"] for k in document["spec"]["values"]]
     by_cell = {(c["variant"], c["kind"], c["length"], c["depth"]): c for c in document["cells"]}
-    fig, axes = plt.subplots(1, len(panels), figsize=(1.3 + 1.1 * len(lengths) * len(panels), 1.6 + 0.5 * len(depths)),
-                             squeeze=False)
+    width = max(7.0, 1.3 + 1.1 * len(lengths) * len(panels))
+    fig, axes = plt.subplots(1, len(panels), figsize=(width, 2.0 + 0.5 * len(depths)), squeeze=False)
     cmap = ListedColormap(["#d73027", "#fdae61", "#fee08b", "#a6d96a", "#1a9850"]).with_extremes(bad="#bdbdbd")
     for ax, (variant, kind) in zip(axes[0], panels, strict=True):
         grid = [[float("nan")] * len(lengths) for _ in depths]
@@ -54,7 +54,7 @@ def render_heatmap(document: dict, reports_dir: Path) -> Path:
         if gates else "gates: not judged (grid incomplete)"
     rate = summary["pass_rate"]
     fig.suptitle(f"NIAH {document['grid']} ({document['model']}): {summary['passed']}/{summary['measured']} cells pass"
-                 f"{f' ({rate:.0%})' if rate is not None else ''}; {verdict}", fontsize=9)
+                 f"{f' ({rate:.0%})' if rate is not None else ''}\n{verdict}", fontsize=9)
     fig.tight_layout()
     path = reports_dir / f"niah-{document['grid']}.png"
     reports_dir.mkdir(parents=True, exist_ok=True)
