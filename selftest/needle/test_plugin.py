@@ -41,3 +41,52 @@ def test_recorded_niah_grid_replays_with_the_live_verdicts(pytester):
     assert grid["summary"]["prompts_fingerprint"] == live["summary"]["prompts_fingerprint"]
     assert [c["is_pass"] for c in grid["cells"]] == [c["is_pass"] for c in live["cells"]]
     assert (reports / "niah-local-vllm.png").stat().st_size > 0
+
+
+SMALL_INVENTORY = """
+[deployment]
+name = "niah-collect"
+kind = "lab"
+
+[[endpoints]]
+name = "ep"
+platform = "p"
+base_url = "http://127.0.0.1:1"
+engine = "vllm"
+model = "m"
+{max_model_len}
+
+[[niah]]
+endpoint = "ep"
+{niah}
+"""
+
+
+def _inventory(pytester, niah: str, max_model_len: str = "max_model_len = 8192") -> str:
+    path = pytester.path / "inv.toml"
+    path.write_text(SMALL_INVENTORY.format(niah=niah, max_model_len=max_model_len))
+    return str(path)
+
+
+def test_cells_default_to_a_spread_up_to_max_model_len(pytester):
+    result = run_contract(pytester, "-p", "no:xdist", "--collect-only", "-q", "-k", "needle",
+                          "--inventory", _inventory(pytester, "depths = [0.5]"))
+    result.stdout.fnmatch_lines(["*test_needle_is_retrieved[[]ep-1024-d50[]]", "*[[]ep-8192-d50[]]"])
+    assert "ep-16384" not in result.stdout.str()
+
+
+def test_only_declared_smoke_lengths_run_in_smoke(pytester):
+    inventory = _inventory(pytester, "context_lengths = [1024, 4096]\ndepths = [0.0, 1.0]\n"
+                                     "smoke_context_lengths = [1024]")
+    result = run_contract(pytester, "-p", "no:xdist", "--collect-only", "-q", "-m", "smoke and accuracy", "-k",
+                          "needle", "--inventory", inventory)
+    out = result.stdout.str()
+    assert "[ep-1024-d0]" in out and "[ep-1024-d100]" in out and "ep-4096" not in out, out
+
+
+def test_a_grid_with_no_length_to_run_is_a_usage_error(pytester):
+    result = run_contract(pytester, "-p", "no:xdist", "--collect-only", "-q", "--inventory",
+                          _inventory(pytester, "depths = [0.5]", max_model_len=""))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert "declare one of them" in output and "Traceback" not in output
