@@ -29,3 +29,11 @@ def test_wrong_inventory_fails_count_name_and_compute_cap(pytester):
     assert "[h200] hosts.gpu.compute_cap" in cap and "expected: every GPU: 12.0" in cap and "'9.0'" in cap
     count = failed["test_gpu_count_matches_inventory[h200]"]
     assert "expected: 4" in count and "observed: 2" in count and "NVIDIA H200" in count
+
+
+def test_live_recording_of_the_contract_on_the_h200_replays_green(pytester):
+    """`REAL-h200x2-live` is what `--record` wrote while the contract ran ON a lent H200 x2 machine (idle)."""
+    result, outcomes = run_hosts(pytester, "--inventory", str(INVENTORIES / "h200x2.toml"),
+                                 "--replay", str(REPLAYS / "REAL-h200x2-live"))
+    assert not_passed(outcomes) == {}, result.stdout.str()[-3000:]
+    assert sum(o == "passed" for o, _ in outcomes.values()) == 8

@@ -23,6 +23,7 @@ import json
 import re
 import shlex
 import string
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +126,12 @@ READ_ONLY: tuple[Command, ...] = (
 """Every command a smoke or nightly host check may send. Each only reads."""
 
 
+TRANSIENT_HOLDERS = frozenset({"nvidia-smi"})
+"""Process names that hold /dev/nvidia* only for the moment of a query."""
+HOLDER_RESAMPLES = 3
+HOLDER_RESAMPLE_INTERVAL_S = 0.5
+
+
 def is_read_only(command: str) -> bool:
     """True when `command` is exactly one rendering of a READ_ONLY template (nothing appended, no `;`)."""
     return any(c.pattern.fullmatch(command) for c in READ_ONLY)
@@ -188,8 +195,19 @@ class HostFacts:
 
     @_memo
     def gpu_holders(self) -> list[GpuHolder]:
-        """Processes holding /dev/nvidia* (fuser exits 1 when there are none)."""
-        return parse_fuser_verbose(self._output(GPU_HOLDERS.render(), ok_rcs=(0, 1)))
+        """Processes holding /dev/nvidia* (fuser exits 1 when there are none), without passers-by.
+
+        A short-lived `nvidia-smi` (our own query from another xdist worker, a monitoring agent) holds the
+        devices for a moment: seen on the real H200 host. While such a holder shows, the listing is taken
+        again (bounded) and only holders present in every sample are kept; a stray worker stays."""
+        holders = parse_fuser_verbose(self._output(GPU_HOLDERS.render(), ok_rcs=(0, 1)))
+        for _ in range(HOLDER_RESAMPLES):
+            if not any(h.command in TRANSIENT_HOLDERS for h in holders):
+                break
+            time.sleep(HOLDER_RESAMPLE_INTERVAL_S)  # sampling interval, not a readiness wait
+            again = {h.pid for h in parse_fuser_verbose(self._output(GPU_HOLDERS.render(), ok_rcs=(0, 1)))}
+            holders = [h for h in holders if h.pid in again]
+        return holders
 
     @_memo
     def cgroup(self, pid: int) -> str:
