@@ -6,6 +6,7 @@ process group) and that the port is free.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -131,6 +132,9 @@ def test_killing_the_run_mid_test_still_tears_down(tmp_path, sig):
     outcome = run_until_marker(args, tmp_path / "marker", sig)
     summary = summary_of(tmp_path / "reports")
     assert outcome.returncode == pytest.ExitCode.INTERRUPTED, outcome.output[-3000:]
+    results = json.loads((tmp_path / "reports" / "results.json").read_text())["tests"]
+    assert {t["nodeid"].split("::")[-1]: t["outcome"] for t in results}["test_served_model_matches_inventory[stub]"] \
+        == "passed"
     assert summary["teardown_s"] is not None and summary["teardown_problems"] == [], outcome.output[-3000:]
     assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
 
