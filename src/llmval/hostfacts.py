@@ -41,7 +41,6 @@ from .parsers.procs import GpuHolder, parse_fuser_verbose
 from .parsers.proxmox import LxcConf, PciDriver, VmConf, parse_lxc_conf, parse_pci_drivers, parse_vm_conf
 from .parsers.ray import RayNode, parse_ray_nodes
 from .parsers.systemd import UnitState, parse_systemctl_show
-from .recording import CommandResult
 from .transport import Connection
 
 ARG_RE = r"(?:[A-Za-z0-9_.:/@%+=,-]+|'[^']*')"
@@ -179,9 +178,6 @@ class HostFacts:
         if result.rc not in ok_rcs:
             raise CommandFailed(self.name, command, f"exit code {result.rc}: {result.stderr.strip()[-400:]}")
         return result.stdout
-
-    def run(self, command: str) -> CommandResult:
-        return self.connection.run(command)
 
     @_memo
     def gpus(self) -> list[GpuInfo]:
