@@ -8,6 +8,7 @@ then `pct exec 129 -- ...` into the container — including the pct backend's `/
 from __future__ import annotations
 
 import glob
+import re
 import sys
 from pathlib import Path
 
@@ -17,7 +18,20 @@ from llmval.transport import connect
 from selftest.launch.fakes import FakeClock, ProbeAfter, never_open
 from selftest.launch.helpers import ROOT
 
+REMOTE_DEADLINE_RE = re.compile(r"timeout -k \d+ \d+ /bin/sh -c ")
+"""The transport's far-side deadline wrapper (llmval.transport: `timeout -k 2 <T> /bin/sh -c <command>`)."""
+WRAPPED_RE = re.compile(r"timeout -k \d+ \d+ /bin/sh -c ('?)(?P<command>.*)\1$")
 TOOLS = ["ssh", "pct", "systemctl", "journalctl", "nvidia-smi", "fuser", "pkill"]
+
+
+def _unwrapped(line: str) -> str:
+    """The hop's log line with the transport's deadline wrapper removed (that wrapper is the transport's to test)."""
+    head, _, tail = line.partition(": ")
+    prefix, found, wrapped = tail.partition("timeout -k ")
+    if not found:
+        return line
+    m = WRAPPED_RE.match("timeout -k " + wrapped)
+    return f"{head}: {prefix}{m['command']}" if m else line
 
 
 def _stand_in_tools(folder: Path) -> Path:
@@ -49,19 +63,21 @@ def test_kpro6_commands_arrive_at_the_node_and_in_ct129_exactly_so(tmp_path, mon
     show = "systemctl show -p NRestarts -p ActiveState -p SubState -p ExecMainStatus sglang.service"
     journal = "journalctl -u sglang.service -n 20 --no-pager -o cat --show-cursor"
     gpu_query = "nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits"
-    assert (state / "calls.log").read_text().splitlines() == [
+    calls = (state / "calls.log").read_text().splitlines()
+    assert all(REMOTE_DEADLINE_RE.search(line) for line in calls if line.startswith("ssh:")), calls
+    assert [_unwrapped(line) for line in calls] == [
         "ssh: 10.1.2.6 pct exec 129 -- systemctl is-active sglang.service",
         "pct: exec 129 -- systemctl is-active sglang.service",
         "systemctl [ct 129]: is-active sglang.service",
         "ssh: 10.1.2.6 pct exec 129 -- systemctl start sglang.service",
         "pct: exec 129 -- systemctl start sglang.service",
         "systemctl [ct 129]: start sglang.service",
-        # readiness watch through the pct backend: ssh to the node, pct exec, /bin/sh -c in the container
-        f"ssh: 10.1.2.6 pct exec 129 -- /bin/sh -c '{show}'",
-        f"pct: exec 129 -- /bin/sh -c {show}",
+        # readiness watch through the pct backend: ssh to the node, pct exec, a shell in the container
+        f"ssh: 10.1.2.6 pct exec 129 -- {show}",
+        f"pct: exec 129 -- {show}",
         f"systemctl [ct 129]: {show.removeprefix('systemctl ')}",
-        f"ssh: 10.1.2.6 pct exec 129 -- /bin/sh -c '{journal}'",
-        f"pct: exec 129 -- /bin/sh -c {journal}",
+        f"ssh: 10.1.2.6 pct exec 129 -- {journal}",
+        f"pct: exec 129 -- {journal}",
         f"journalctl [ct 129]: {journal.removeprefix('journalctl ')}",
         # teardown: stop the unit, kill zombie workers from the host, free /dev/nvidia*, GPUs back to idle
         "ssh: 10.1.2.6 pct exec 129 -- systemctl stop sglang.service",
