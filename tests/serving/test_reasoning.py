@@ -5,7 +5,7 @@ import pytest
 
 from llmval.toolcalls.stream import REASONING_KEYS
 
-pytestmark = [pytest.mark.serving, pytest.mark.needs("reasoning")]
+pytestmark = [pytest.mark.serving]
 
 THINK_TAGS = ("<think>", "</think>")
 PROMPT = "What is 17 * 3? Answer with the number."
@@ -18,7 +18,8 @@ def _message(body: dict) -> tuple[str, str, str | None]:
     return message.get("content") or "", reasoning, choice.get("finish_reason")
 
 
-def test_reasoning_in_its_own_field(endpoint, engine, expect):
+def test_reasoning_in_its_own_field(endpoint, engine, expect, declared):
+    declared(endpoint.reasoning or None, "reasoning = true")
     content, reasoning, finish = _message(engine.generate(PROMPT, max_tokens=2048))
     leaked = [t for t in THINK_TAGS if t in content]
     expect(endpoint.name, "serving.reasoning.separated", expected="reasoning field set, no think tags in content",
@@ -29,7 +30,8 @@ def test_reasoning_in_its_own_field(endpoint, engine, expect):
                 "finish_reason=length means </think> never came (raise max_tokens)")
 
 
-def test_enable_thinking_false_is_honoured(endpoint, engine, expect):
+def test_enable_thinking_false_is_honoured(endpoint, engine, expect, declared):
+    declared(endpoint.reasoning or None, "reasoning = true")
     body = engine.generate(PROMPT, max_tokens=256, chat_template_kwargs={"enable_thinking": False})
     content, reasoning, finish = _message(body)
     expect(endpoint.name, "serving.reasoning.thinking_off", expected="no reasoning, answer in content",
