@@ -137,6 +137,8 @@ def main() -> int:
     parser.add_argument("--c1-requests", type=int, default=8, help="requests at C=1 (median TPOT)")
     parser.add_argument("--warmups", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2, help="rounds per concurrency, ABBA order (default 2)")
+    parser.add_argument("--max-discards", type=int, default=2,
+                        help="rounds per concurrency measured again when other traffic reached the engine")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
     parser.add_argument("--lock-timeout-s", type=float, default=900)
@@ -151,7 +153,8 @@ def main() -> int:
         for c in args.concurrency:
             n = args.c1_requests if c == 1 else args.requests_per_concurrency * c
             pairs = []
-            for round_no in range(args.rounds):
+            round_no, discarded = 0, 0
+            while round_no < args.rounds:
                 # ABBA: odd rounds run vLLM first, even rounds the suite first, so a drifting background cancels
                 order = ("vllm", "suite") if round_no % 2 == 0 else ("suite", "vllm")
                 results, foreign = {}, {}
@@ -165,9 +168,16 @@ def main() -> int:
                         results[tool] = asyncio.run(run_suite(args, c, n))
                         own = sum(x or 0 for x in results[tool]["output_lens"]) + args.warmups * args.output_len
                     foreign[tool] = (window_deltas(before, asyncio.run(counters(args))).generation_tokens or 0) - own
-                pairs.append((results, foreign))
                 summary["runs"].append({"concurrency": c, "num_prompts": n, "round": round_no, "order": order,
-                                        **results, "foreign_tokens": foreign})
+                                        **results, "foreign_tokens": foreign,
+                                        "discarded": max(foreign.values()) > 0 and discarded < args.max_discards})
+                if max(foreign.values()) > 0 and discarded < args.max_discards:
+                    discarded += 1  # someone else's requests ran beside ours: the round measured contention
+                    print(f"C={c}: other traffic during round {round_no + 1} ({foreign}); measuring it again",
+                          flush=True)
+                    continue
+                pairs.append((results, foreign))
+                round_no += 1
             rows.append((c, n, pairs))
     bench.close()
     path = args.out / f"side-by-side-{stamp}.json"
