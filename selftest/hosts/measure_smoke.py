@@ -16,28 +16,54 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from selftest.hosts.standin import make_standins
 from selftest.strategies import ROOT
 
 
-def measure(n_hosts: int, workers: str, latency_s: float) -> dict:
+def real_local_inventory(folder: Path, n_hosts: int) -> Path:
+    """N copies of the H200 host of selftest/data/inventories/h200x2.toml: this machine's REAL nvidia-smi/fuser."""
+    text = (ROOT / "selftest" / "data" / "inventories" / "h200x2.toml").read_text()
+    head, host = text.split("[[hosts]]", 1)
+    hosts = "".join("[[hosts]]" + host.replace('name = "h200"', f'name = "h200-{i:02d}"')
+                    for i in range(1, n_hosts + 1))
+    path = folder / "real-local.toml"
+    path.write_text(head + hosts)
+    return path
+
+
+def measure(n_hosts: int, workers: str, latency_s: float, kind: str, extra: list[str]) -> dict:
     with tempfile.TemporaryDirectory(prefix="llmval-smoke-") as tmp:
-        inventory = make_standins(Path(tmp), [f"standin-{i:02d}" for i in range(1, n_hosts + 1)],
-                                  latency_s=latency_s)
+        if kind == "real-local":
+            inventory = real_local_inventory(Path(tmp), n_hosts)
+        else:
+            inventory = make_standins(Path(tmp), [f"standin-{i:02d}" for i in range(1, n_hosts + 1)],
+                                      latency_s=latency_s)
         xdist = ["-p", "no:xdist"] if workers == "0" else ["-n", workers]
         load = os.getloadavg()[0]
         started = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "pytest", "tests/hosts", "-m", "smoke", "-q", "--inventory",
-                               str(inventory), "--reports", str(Path(tmp) / "reports"), *xdist],
+                               str(inventory), "--reports", str(Path(tmp) / "reports"), *xdist, *extra],
                               cwd=ROOT, capture_output=True, text=True, timeout=900)
         wall_s = time.monotonic() - started
-        document = json.loads((Path(tmp) / "reports" / "results.json").read_text())
-    return {"hosts": n_hosts, "workers": workers, "tool_latency_s": latency_s, "wall_s": round(wall_s, 2),
+        results = Path(tmp) / "reports" / "results.json"
+        document = json.loads(results.read_text()) if results.exists() else _from_junit(Path(tmp) / "reports")
+    return {"kind": kind, "hosts": n_hosts, "workers": workers, "tool_latency_s": latency_s, "wall_s": round(wall_s, 2),
             "session_s": document["duration_s"],
             "counts": document["counts"], "rc": proc.returncode, "loadavg_before": round(load, 2),
             "cpus": os.cpu_count()}
+
+
+def _from_junit(reports: Path) -> dict:
+    """Session time and counts from junit.xml, for runs without the results plugin."""
+    suite = ET.parse(reports / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    bad = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+    skipped = int(suite.get("skipped", 0))
+    return {"duration_s": float(suite.get("time", 0)), "counts": {
+        "passed": int(suite.get("tests", 0)) - bad - skipped, "skipped": skipped, "failed_or_error": bad}}
 
 
 def main() -> None:
@@ -46,11 +72,14 @@ def main() -> None:
     parser.add_argument("--workers", nargs="+", default=["0", "auto"], help="0 = no xdist; else -n value")
     parser.add_argument("--latency", type=float, nargs="+", default=[0.0, 0.5],
                         help="seconds each fake nvidia-smi/docker call takes")
+    parser.add_argument("--kind", choices=["standin", "real-local"], default="standin",
+                        help="standin: fake nvidia-smi/docker; real-local: N names for this machine (real GPUs)")
+    parser.add_argument("--extra", default="", help="more pytest arguments, one string")
     args = parser.parse_args()
-    for latency in args.latency:
+    for latency in args.latency if args.kind == "standin" else [0.0]:
         for n in args.hosts:
             for workers in args.workers:
-                print(json.dumps(measure(n, workers, latency)), flush=True)
+                print(json.dumps(measure(n, workers, latency, args.kind, args.extra.split())), flush=True)
 
 
 if __name__ == "__main__":
