@@ -22,14 +22,23 @@ def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str)
     base = baseline.metrics if baseline is not None else {}
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     names = [label for _, label in HEADLINE]
-    x = range(len(HEADLINE))
-    axes[0].bar([i - 0.2 for i in x], [float(base.get(k, 0) or 0) for k, _ in HEADLINE], width=0.4,
-                label=f"baseline ({baseline.saved_at})" if baseline else "no baseline", color="#999999")
-    axes[0].bar([i + 0.2 for i in x], [float(now[k]) for k, _ in HEADLINE], width=0.4, label="this run",
-                color="#1f77b4")
-    axes[0].set_xticks(list(x), names, rotation=15)
-    axes[0].legend(fontsize=8)
-    axes[0].set_title("headline (vllm bench serve definitions)")
+    x = list(range(len(HEADLINE)))
+    # each metric relative to the baseline (1.0 = same), absolute values written on the bars
+    ref = [float(base.get(k) or now[k] or 1) for k, _ in HEADLINE]
+    mine = [float(now[k]) / r if r else 0 for (k, _), r in zip(HEADLINE, ref, strict=True)]
+    if baseline is not None:
+        axes[0].bar([i - 0.2 for i in x], [1.0] * len(x), width=0.4, color="#999999",
+                    label=f"baseline ({baseline.saved_at})")
+    bars = axes[0].bar([i + 0.2 for i in x] if baseline else x, mine, width=0.4, color="#1f77b4", label="this run")
+    for bar, (k, _), r in zip(bars, HEADLINE, ref, strict=True):
+        text = f"{float(now[k]):.1f}" + (f"\n(base {r:.1f})" if baseline is not None else "")
+        axes[0].annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
+                         fontsize=7)
+    axes[0].set_ylim(0, max(1.0, *mine) * 1.3)
+    axes[0].set_xticks(x, names, rotation=15)
+    axes[0].set_ylabel("relative to baseline" if baseline else "relative to this run")
+    axes[0].legend(fontsize=8, loc="lower right")
+    axes[0].set_title("headline (vllm bench serve definitions)" + ("" if baseline else ": no baseline"))
     for ax, key, label in ((axes[1], "ttfts", "TTFT (ms)"), (axes[2], "tpots", "TPOT (ms)")):
         mine = [v * 1000 for v in (getattr(r, "ttft_s" if key == "ttfts" else "tpot_s") for r in run.records)
                 if v is not None]
