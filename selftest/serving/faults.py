@@ -142,6 +142,7 @@ def record(name: str) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "record" or sys.argv[2] not in FAULTS:
-        sys.exit(f"usage: python -m selftest.serving.faults record <fault>; faults: {sorted(FAULTS)}")
-    record(sys.argv[2])
+    if len(sys.argv) < 3 or sys.argv[1] != "record" or not set(sys.argv[2:]) <= set(FAULTS):
+        sys.exit(f"usage: python -m selftest.serving.faults record <fault> [<fault> ...]; faults: {sorted(FAULTS)}")
+    for name in sys.argv[2:]:
+        record(name)
