@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import secrets
+import statistics
 import subprocess
 import sys
 import time
@@ -120,6 +121,18 @@ async def run_suite(args: argparse.Namespace, concurrency: int, num_prompts: int
     return run.as_json()
 
 
+def _median_tpot_ms(results: list[dict], tool: str) -> float:
+    """Median TPOT over every request of several runs (vLLM JSON from --save-detailed, or the suite's)."""
+    tpots = []
+    for result in results:
+        if tool == "suite":
+            tpots += [t * 1000 for t in result["tpots"] if t is not None]
+        else:  # vLLM: E2E = TTFT + Σ ITL, so TPOT = Σ ITL / (n - 1), as calculate_metrics computes it
+            tpots += [sum(itl) / (n - 1) * 1000 for itl, n in zip(result["itls"], result["output_lens"], strict=True)
+                      if n > 1]
+    return statistics.median(tpots)
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b else float("nan")
 
@@ -187,23 +200,24 @@ def main() -> int:
     print(f"{'C':>3} {'N':>3} {'rnd':>3} | {'decode tok/s vllm':>17} {'suite':>8} {'ratio':>6} | "
           f"{'output tok/s vllm':>17} {'suite':>8} {'ratio':>6} | in tok v/s  | p99 TTFT ms v/s | other traffic")
     for c, n, pairs in rows:
-        totals = {"vd": 0.0, "sd": 0.0, "vt": 0.0, "st": 0.0}
         for i, (r, foreign) in enumerate(pairs):
             vllm, suite = r["vllm"], r["suite"]
             v_dec, s_dec = 1000 / vllm["median_tpot_ms"], suite["decode_tok_s"]
             v_thr, s_thr = vllm["output_throughput"], suite["output_throughput"]
-            for key, value in (("vd", v_dec), ("sd", s_dec), ("vt", v_thr), ("st", s_thr)):
-                totals[key] += value
             other = "none" if max(foreign.values()) <= 0 else f"{foreign['vllm']:.0f}/{foreign['suite']:.0f} tokens"
             print(f"{c:>3} {n:>3} {i + 1:>3} | {v_dec:>17.2f} {s_dec:>8.2f} {_ratio(s_dec, v_dec):>6.3f} | "
                   f"{v_thr:>17.2f} {s_thr:>8.2f} {_ratio(s_thr, v_thr):>6.3f} | "
                   f"{vllm['total_input_tokens']:>5}/{suite['total_input_tokens']:<5}| "
                   f"{vllm['p99_ttft_ms']:>7.1f}/{suite['p99_ttft_ms']:<7.1f} | {other}")
         if len(pairs) > 1:
-            k = len(pairs)
-            print(f"{c:>3} {n:>3} {'all':>3} | {totals['vd'] / k:>17.2f} {totals['sd'] / k:>8.2f} "
-                  f"{_ratio(totals['sd'], totals['vd']):>6.3f} | {totals['vt'] / k:>17.2f} {totals['st'] / k:>8.2f} "
-                  f"{_ratio(totals['st'], totals['vt']):>6.3f} |")
+            # the rounds pooled with the same definitions: 1000 / median TPOT over all requests of all rounds,
+            # Σ output tokens / Σ durations
+            v_dec, s_dec = (1000 / _median_tpot_ms([r[tool] for r, _ in pairs], tool) for tool in ("vllm", "suite"))
+            v_thr, s_thr = (sum(r[t]["total_output_tokens"] for r, _ in pairs) / sum(r[t]["duration"] for r, _ in pairs)
+                            for t in ("vllm", "suite"))
+            print(f"{c:>3} {n * len(pairs):>3} {'all':>3} | {v_dec:>17.2f} {s_dec:>8.2f} "
+                  f"{_ratio(s_dec, v_dec):>6.3f} | "
+                  f"{v_thr:>17.2f} {s_thr:>8.2f} {_ratio(s_thr, v_thr):>6.3f} | pooled rounds")
     print(f"details: {path}")
     return 0
 
