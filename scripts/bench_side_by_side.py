@@ -81,6 +81,11 @@ class VllmBench:
         self.proc.stdin.flush()
         return self._read_until("@@DONE", "@@FAILED") == "@@DONE"
 
+    def cpu_s(self) -> float:
+        """CPU seconds the worker process has used so far (user + system, from /proc)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
@@ -175,10 +180,14 @@ def main() -> int:
                     before = asyncio.run(counters(args))
                     if tool == "vllm":
                         seed = secrets.randbelow(2**31)  # fresh prompts: no prefix-cache hits from earlier runs
+                        cpu = bench.cpu_s()
                         results[tool] = run_vllm_bench(bench, args, c, n, seed, args.out)
+                        results[tool]["client_cpu_s"] = bench.cpu_s() - cpu
                         own = results[tool]["total_output_tokens"] + args.warmups * args.output_len
                     else:
+                        cpu = time.process_time()
                         results[tool] = asyncio.run(run_suite(args, c, n))
+                        results[tool]["client_cpu_s"] = time.process_time() - cpu
                         own = sum(x or 0 for x in results[tool]["output_lens"]) + args.warmups * args.output_len
                     foreign[tool] = (window_deltas(before, asyncio.run(counters(args))).generation_tokens or 0) - own
                 summary["runs"].append({"concurrency": c, "num_prompts": n, "round": round_no, "order": order,
@@ -198,7 +207,8 @@ def main() -> int:
     print(f"\nworkload: input {args.input_len} tok, output {args.output_len} tok (ignore_eos), temperature "
           f"{args.temperature}, warmups {args.warmups}; engine {args.base_url}")
     print(f"{'C':>3} {'N':>3} {'rnd':>3} | {'decode tok/s vllm':>17} {'suite':>8} {'ratio':>6} | "
-          f"{'output tok/s vllm':>17} {'suite':>8} {'ratio':>6} | in tok v/s  | p99 TTFT ms v/s | other traffic")
+          f"{'output tok/s vllm':>17} {'suite':>8} {'ratio':>6} | in tok v/s  | p99 TTFT ms v/s | "
+          "client CPU s v/s | other traffic")
     for c, n, pairs in rows:
         for i, (r, foreign) in enumerate(pairs):
             vllm, suite = r["vllm"], r["suite"]
@@ -208,7 +218,8 @@ def main() -> int:
             print(f"{c:>3} {n:>3} {i + 1:>3} | {v_dec:>17.2f} {s_dec:>8.2f} {_ratio(s_dec, v_dec):>6.3f} | "
                   f"{v_thr:>17.2f} {s_thr:>8.2f} {_ratio(s_thr, v_thr):>6.3f} | "
                   f"{vllm['total_input_tokens']:>5}/{suite['total_input_tokens']:<5}| "
-                  f"{vllm['p99_ttft_ms']:>7.1f}/{suite['p99_ttft_ms']:<7.1f} | {other}")
+                  f"{vllm['p99_ttft_ms']:>7.1f}/{suite['p99_ttft_ms']:<7.1f} | "
+                  f"{vllm.get('client_cpu_s', 0):>7.2f}/{suite.get('client_cpu_s', 0):<7.2f}  | {other}")
         if len(pairs) > 1:
             # the rounds pooled with the same definitions: 1000 / median TPOT over all requests of all rounds,
             # Σ output tokens / Σ durations
