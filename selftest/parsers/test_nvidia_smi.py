@@ -7,7 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llmval.errors import ParseError
-from llmval.parsers.nvidia_smi import GPU_QUERY_FIELDS, normalize_bus_id, parse_nvidia_smi_query, parse_nvidia_smi_xml
+from llmval.parsers.nvidia_smi import (
+    GPU_QUERY_FIELDS,
+    normalize_bus_id,
+    parse_nvidia_smi_query,
+    parse_nvidia_smi_topo_p2p,
+    parse_nvidia_smi_xml,
+)
 from selftest.strategies import ROOT
 
 REAL = ROOT / "selftest" / "data" / "real" / "h200x2"
@@ -87,3 +93,24 @@ def test_query_rows_roundtrip(rows):
     parsed = parse_nvidia_smi_query(text)
     assert [(g.index, g.name, g.compute_cap) for g in parsed] == [(r[0], r[1], r[5]) for r in rows]
     assert [g.memory_total_mib for g in parsed] == [None if r[6] == "[N/A]" else int(r[6]) for r in rows]
+
+
+@pytest.mark.parametrize(("mode", "status"), [("r", "OK"), ("w", "OK"), ("n", "OK"), ("a", "OK"), ("p", "NS")])
+def test_real_h200_topo_p2p_matrix_parses_through_ansi_header(mode, status):
+    matrix = parse_nvidia_smi_topo_p2p((REAL / f"nvidia-smi-topo-p2p-{mode}.txt").read_text())
+    assert matrix == {("GPU0", "GPU1"): status, ("GPU1", "GPU0"): status}
+
+
+@given(n=st.integers(min_value=1, max_value=8), statuses=st.lists(st.sampled_from(["OK", "CNS", "GNS", "TNS", "NS",
+                                                                                      "U"]), min_size=64, max_size=64))
+def test_topo_p2p_render_parse_roundtrip(n, statuses):
+    names = [f"GPU{i}" for i in range(n)]
+    want = {(a, b): statuses[i * 8 + j] for i, a in enumerate(names) for j, b in enumerate(names) if a != b}
+    lines = [" \t\x1b[4m" + "\t".join(names) + "\t\x1b[0m"]
+    lines += [f" {a}\t" + "\t".join("X" if a == b else want[(a, b)] for b in names) + "\t" for a in names]
+    assert parse_nvidia_smi_topo_p2p("\n".join([*lines, "", "Legend:", "  X    = Self"])) == want
+
+
+def test_topo_p2p_without_matrix_is_a_parse_error():
+    with pytest.raises(ParseError, match="topo -p2p"):
+        parse_nvidia_smi_topo_p2p("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")

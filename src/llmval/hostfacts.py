@@ -36,7 +36,14 @@ from .parsers.env import parse_environ
 from .parsers.files import parse_find_listing, parse_sha256sum
 from .parsers.ip import Link, parse_ip_addr
 from .parsers.nccl import NcclLog, parse_nccl_log
-from .parsers.nvidia_smi import GPU_QUERY_FIELDS, GpuInfo, SmiLog, parse_nvidia_smi_query, parse_nvidia_smi_xml
+from .parsers.nvidia_smi import (
+    GPU_QUERY_FIELDS,
+    GpuInfo,
+    SmiLog,
+    parse_nvidia_smi_query,
+    parse_nvidia_smi_topo_p2p,
+    parse_nvidia_smi_xml,
+)
 from .parsers.procs import GpuHolder, parse_fuser_verbose
 from .parsers.proxmox import LxcConf, PciDriver, VmConf, parse_lxc_conf, parse_pci_drivers, parse_vm_conf
 from .parsers.ray import RayNode, parse_ray_nodes
@@ -91,6 +98,7 @@ class Command:
 UNAME = Command("uname", "uname -a")
 GPU_QUERY = Command("gpu-query", f"nvidia-smi --query-gpu={','.join(GPU_QUERY_FIELDS)} --format=csv,noheader,nounits")
 SMI_XML = Command("smi-xml", "nvidia-smi -q -x")
+P2P_READ = Command("p2p-read", "nvidia-smi topo -p2p r")
 GPU_HOLDERS = Command("gpu-holders", "fuser -v /dev/nvidia* 2>&1")
 PROC_CGROUP = Command("proc-cgroup", "cat /proc/{pid}/cgroup")
 PCI_DRIVERS = Command(
@@ -118,7 +126,7 @@ FILE_LIST = Command("file-list", "find -L {path} -type f -printf '%s %T@ %p\\n'"
 SHA256 = Command("sha256", "sha256sum -- {paths*}")
 
 READ_ONLY: tuple[Command, ...] = (
-    UNAME, GPU_QUERY, SMI_XML, GPU_HOLDERS, PROC_CGROUP, PCI_DRIVERS, LXC_CONF, VM_CONF, IP_ADDR, UNIT_SHOW,
+    UNAME, GPU_QUERY, SMI_XML, P2P_READ, GPU_HOLDERS, PROC_CGROUP, PCI_DRIVERS, LXC_CONF, VM_CONF, IP_ADDR, UNIT_SHOW,
     CONTAINER_INSPECT, PROCESS_ENV, NCCL_FILE, NCCL_JOURNAL, NCCL_DOCKER, RAY_NODES, RAY_NODES_DOCKER, FILE_LIST,
     SHA256,
 )
@@ -188,6 +196,11 @@ class HostFacts:
     def smi_log(self) -> SmiLog:
         """Driver/CUDA versions and per-GPU minor numbers from `nvidia-smi -q -x`."""
         return parse_nvidia_smi_xml(self._output(SMI_XML.render()))
+
+    @_memo
+    def p2p_read(self) -> dict[tuple[str, str], str]:
+        """Peer-to-peer read status between every pair of GPUs, as the driver reports it."""
+        return parse_nvidia_smi_topo_p2p(self._output(P2P_READ.render()))
 
     @_memo
     def gpu_holders(self) -> list[GpuHolder]:

@@ -75,6 +75,9 @@ class GpuSpec(Spec):
     """Exact set of GPU UUIDs, where the split matters."""
     bus_ids: list[str] | None = None
     """Exact set of PCI bus ids, where the split matters (nvidia-smi form, 00000000:01:00.0)."""
+    p2p: Literal["supported", "unsupported"] | None = None
+    """Peer-to-peer reads between every pair of GPUs (`nvidia-smi topo -p2p r`): all OK, or none OK. Declare
+    what the deployment needs; where it is known broken, a [[blockers]] entry for `hosts.gpu.p2p` says so."""
 
 
 class GuestSplit(Spec):

@@ -153,3 +153,33 @@ def parse_nvidia_smi_xml(text: str) -> SmiLog:
     attached = _text(root, "attached_gpus") or str(len(gpus))
     return SmiLog(driver_version=driver, cuda_version=None if cuda in NOT_AVAILABLE else cuda,
                   attached_gpus=int(attached), gpus=tuple(gpus))
+
+
+ANSI_ESCAPE_RE = re.compile(r"\x1b\[[0-9;]*m")
+"""nvidia-smi topo puts underline escapes in its header even when stdout is not a terminal (real H200 capture)."""
+P2P_STATUSES = frozenset({"X", "OK", "CNS", "GNS", "TNS", "NS", "U"})
+
+
+def parse_nvidia_smi_topo_p2p(text: str) -> dict[tuple[str, str], str]:
+    """`nvidia-smi topo -p2p r` (or w, n, a, p): (GPUi, GPUj) → status (OK, CNS, GNS, TNS, NS, U) for i != j.
+
+    >>> parse_nvidia_smi_topo_p2p(" \\tGPU0\\tGPU1\\t\\n GPU0\\tX\\tNS\\t\\n GPU1\\tNS\\tX\\t\\n")
+    {('GPU0', 'GPU1'): 'NS', ('GPU1', 'GPU0'): 'NS'}
+    """
+    rows = [ANSI_ESCAPE_RE.sub("", line).split() for line in text.splitlines()]
+    header_index = next((i for i, cells in enumerate(rows) if cells and all(c.startswith("GPU") for c in cells)), None)
+    if header_index is None:
+        raise ParseError("nvidia-smi topo -p2p", "no header row of GPU names", text[:200])
+    columns = rows[header_index]
+    matrix: dict[tuple[str, str], str] = {}
+    for cells in rows[header_index + 1:]:
+        if not cells or not cells[0].startswith("GPU"):
+            break
+        row, statuses = cells[0], cells[1:]
+        if len(statuses) != len(columns) or not set(statuses) <= P2P_STATUSES:
+            raise ParseError("nvidia-smi topo -p2p", f"row {row} does not match the header {columns}",
+                             " ".join(cells))
+        matrix.update({(row, col): status for col, status in zip(columns, statuses, strict=True) if col != row})
+    if not matrix and len(columns) > 1:
+        raise ParseError("nvidia-smi topo -p2p", "header without rows", text[:200])
+    return matrix

@@ -139,6 +139,14 @@ def kpro6_answers(inv: Inventory, variant: str) -> Answers:
     holders["/dev/nvidiactl"] = workers
     holders["/dev/nvidia-uvm"] = workers
     put("kpro6-ct129", hf.GPU_HOLDERS.render(), fuser_table(holders))
+    # P2P under the IOMMU in DMA-translation mode: the seeds' blocker. The status letters are SYNTHESIZED
+    # (the seeds do not quote `nvidia-smi topo -p2p r` from kpro6); the matrix format is the real H200 one.
+    p2p = "OK" if variant == "p2p-lifted" else "CNS"
+    names = [f"GPU{i}" for i in range(len(ct_bus))]
+    put("kpro6-ct129", hf.P2P_READ.render(),
+        " \t\x1b[4m" + "\t".join(names) + "\t\x1b[0m\n"
+        + "".join(f" {a}\t" + "\t".join("X" if a == b else p2p for b in names) + "\t\n" for a in names)
+        + "\nLegend:\n\n  X    = Self\n  OK   = Status Ok\n  CNS  = Chipset not supported\n")
     for pid, _ in workers:
         put("kpro6-ct129", hf.PROC_CGROUP.render(pid=pid), "0::/system.slice/sglang.service\n")
     env = "CUDA_VISIBLE_DEVICES=0,1,2,3 NCCL_P2P_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,P2P,SHM"
@@ -283,7 +291,7 @@ def spark_answers(inv: Inventory, variant: str) -> Answers:
 REAL = ROOT / "selftest" / "data" / "real" / "h200x2"
 REAL_FILES = {  # capture file -> the contract command it answers (identical command strings)
     "uname-a.txt": hf.UNAME, "nvidia-smi-query-short.csv": hf.GPU_QUERY, "nvidia-smi-q.xml": hf.SMI_XML,
-    "fuser-v-dev-nvidia.txt": hf.GPU_HOLDERS,
+    "fuser-v-dev-nvidia.txt": hf.GPU_HOLDERS, "nvidia-smi-topo-p2p-r.txt": hf.P2P_READ,
 }
 
 
@@ -299,7 +307,7 @@ def real_answers() -> Answers:
     return a
 
 
-KPRO6_VARIANTS = ("healthy", "wrong-cc", "gpu-missing-from-split", "p2p-channel")
+KPRO6_VARIANTS = ("healthy", "wrong-cc", "gpu-missing-from-split", "p2p-channel", "p2p-lifted")
 SPARK_VARIANTS = ("healthy", "wrong-cc", "socket-transport", "model-hash-mismatch", "dead-ray-worker", "glm-running")
 
 
