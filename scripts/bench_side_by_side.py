@@ -57,6 +57,67 @@ for line in sys.stdin:
 """
 
 
+def _jiffies(pid: int | str) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def _parents() -> dict[int, int]:
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return parents
+
+
+class MachineCpu:
+    """CPU time of the whole machine, of the engine's process tree and of a client, over a window.
+
+    On this 2-core box the engine's OMP threads run in lockstep on both cores, so any other busy
+    process slows it; `other_s` (machine busy − engine − client) says how much of that happened.
+    """
+
+    def __init__(self, port: int):
+        needle = f"--port {port}".encode()
+        roots = [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/cmdline")
+                 if _safe_read(p).replace(b"\0", b" ").find(needle) >= 0 and b"api_server" in _safe_read(p)]
+        parents = _parents()
+        tree, grew = set(roots), True
+        while grew:
+            children = {pid for pid, ppid in parents.items() if ppid in tree} - tree
+            tree |= children
+            grew = bool(children)
+        self.engine = sorted(tree)
+
+    @staticmethod
+    def _busy() -> int:
+        values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        return sum(values) - values[3] - values[4]  # minus idle and iowait
+
+    def snapshot(self, client_pid: int) -> tuple[int, int, int]:
+        engine = 0
+        for pid in self.engine:
+            try:
+                engine += _jiffies(pid)
+            except OSError:
+                continue
+        return self._busy(), engine, _jiffies(client_pid)
+
+    @staticmethod
+    def other_s(before: tuple[int, int, int], after: tuple[int, int, int]) -> float:
+        busy, engine, client = (a - b for a, b in zip(after, before, strict=True))
+        return max(0, busy - engine - client) / os.sysconf("SC_CLK_TCK")
+
+
+def _safe_read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
 class VllmBench:
     """The `vllm bench serve` worker process in the engine's venv."""
 
@@ -80,11 +141,6 @@ class VllmBench:
         self.proc.stdin.write(json.dumps(argv) + "\n")
         self.proc.stdin.flush()
         return self._read_until("@@DONE", "@@FAILED") == "@@DONE"
-
-    def cpu_s(self) -> float:
-        """CPU seconds the worker process has used so far (user + system, from /proc)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -155,8 +211,11 @@ def main() -> int:
     parser.add_argument("--c1-requests", type=int, default=8, help="requests at C=1 (median TPOT)")
     parser.add_argument("--warmups", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2, help="rounds per concurrency, ABBA order (default 2)")
-    parser.add_argument("--max-discards", type=int, default=2,
-                        help="rounds per concurrency measured again when other traffic reached the engine")
+    parser.add_argument("--max-discards", type=int, default=4,
+                        help="rounds per concurrency measured again when the round was disturbed")
+    parser.add_argument("--max-other-cpu", type=float, default=0.15,
+                        help="CPU (in cores, averaged over a window) that processes other than the engine and the "
+                             "client may use before the round counts as disturbed (default 0.15)")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
     parser.add_argument("--lock-timeout-s", type=float, default=900)
@@ -166,6 +225,9 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     rows, summary = [], {"date": stamp, "args": {k: str(v) for k, v in vars(args).items()}, "runs": []}
+    machine = MachineCpu(int(args.base_url.rsplit(":", 1)[1].split("/")[0]))
+    if not machine.engine:
+        sys.exit(f"no engine process listening on {args.base_url} found on this machine (--port in its cmdline)")
     bench = VllmBench(args, args.out / f"vllm-bench-{stamp}.log")  # imported before taking the lock (no engine load)
     with engine_lock(args.lock, args.lock_timeout_s):
         for c in args.concurrency:
@@ -178,24 +240,30 @@ def main() -> int:
                 results, foreign = {}, {}
                 for tool in order:
                     before = asyncio.run(counters(args))
+                    client_pid = bench.proc.pid if tool == "vllm" else os.getpid()
+                    cpu_before = machine.snapshot(client_pid)
+                    started = time.monotonic()
                     if tool == "vllm":
                         seed = secrets.randbelow(2**31)  # fresh prompts: no prefix-cache hits from earlier runs
-                        cpu = bench.cpu_s()
                         results[tool] = run_vllm_bench(bench, args, c, n, seed, args.out)
-                        results[tool]["client_cpu_s"] = bench.cpu_s() - cpu
                         own = results[tool]["total_output_tokens"] + args.warmups * args.output_len
                     else:
-                        cpu = time.process_time()
                         results[tool] = asyncio.run(run_suite(args, c, n))
-                        results[tool]["client_cpu_s"] = time.process_time() - cpu
                         own = sum(x or 0 for x in results[tool]["output_lens"]) + args.warmups * args.output_len
+                    cpu_after = machine.snapshot(client_pid)
+                    results[tool]["client_cpu_s"] = (cpu_after[2] - cpu_before[2]) / os.sysconf("SC_CLK_TCK")
+                    results[tool]["other_cpu_share"] = MachineCpu.other_s(cpu_before, cpu_after) / (
+                        time.monotonic() - started)
                     foreign[tool] = (window_deltas(before, asyncio.run(counters(args))).generation_tokens or 0) - own
+                disturbed = max(foreign.values()) > 0 or max(
+                    results[t]["other_cpu_share"] for t in results) > args.max_other_cpu
                 summary["runs"].append({"concurrency": c, "num_prompts": n, "round": round_no, "order": order,
                                         **results, "foreign_tokens": foreign,
-                                        "discarded": max(foreign.values()) > 0 and discarded < args.max_discards})
-                if max(foreign.values()) > 0 and discarded < args.max_discards:
-                    discarded += 1  # someone else's requests ran beside ours: the round measured contention
-                    print(f"C={c}: other traffic during round {round_no + 1} ({foreign}); measuring it again",
+                                        "discarded": disturbed and discarded < args.max_discards})
+                if disturbed and discarded < args.max_discards:
+                    discarded += 1  # someone else's requests or processes ran beside ours: it measured contention
+                    print(f"C={c}: round {round_no + 1} disturbed (other traffic {foreign} tokens, other CPU "
+                          f"{[round(results[t]['other_cpu_share'], 2) for t in order]} cores); measuring it again",
                           flush=True)
                     continue
                 pairs.append((results, foreign))
@@ -208,7 +276,7 @@ def main() -> int:
           f"{args.temperature}, warmups {args.warmups}; engine {args.base_url}")
     print(f"{'C':>3} {'N':>3} {'rnd':>3} | {'decode tok/s vllm':>17} {'suite':>8} {'ratio':>6} | "
           f"{'output tok/s vllm':>17} {'suite':>8} {'ratio':>6} | in tok v/s  | p99 TTFT ms v/s | "
-          "client CPU s v/s | other traffic")
+          "client CPU s v/s | other CPU v/s | other traffic")
     for c, n, pairs in rows:
         for i, (r, foreign) in enumerate(pairs):
             vllm, suite = r["vllm"], r["suite"]
@@ -219,7 +287,8 @@ def main() -> int:
                   f"{v_thr:>17.2f} {s_thr:>8.2f} {_ratio(s_thr, v_thr):>6.3f} | "
                   f"{vllm['total_input_tokens']:>5}/{suite['total_input_tokens']:<5}| "
                   f"{vllm['p99_ttft_ms']:>7.1f}/{suite['p99_ttft_ms']:<7.1f} | "
-                  f"{vllm.get('client_cpu_s', 0):>7.2f}/{suite.get('client_cpu_s', 0):<7.2f}  | {other}")
+                  f"{vllm.get('client_cpu_s', 0):>7.2f}/{suite.get('client_cpu_s', 0):<7.2f}  | "
+                  f"{vllm.get('other_cpu_share', 0):>5.2f}/{suite.get('other_cpu_share', 0):<5.2f} | {other}")
         if len(pairs) > 1:
             # the rounds pooled with the same definitions: 1000 / median TPOT over all requests of all rounds,
             # Σ output tokens / Σ durations
