@@ -28,7 +28,7 @@ def test_output_throughput_meets_minimum(perf_gate, run_throughput, expect):
            observed=f"{m.output_throughput:.2f} tok/s at C={c}",
            ok=m.output_throughput >= perf_gate.output_tok_s_min,
            hint="Σ output tokens / run duration over k·C requests; check batching limits (max_num_seqs), other load",
-           evidence=f"{m.total_output_tokens} tokens in {m.duration:.2f} s, peak {m.max_concurrent_requests} in flight "
+           evidence=f"{m.total_output_tokens} tokens in {m.duration:.2f} s, peak {m.peak_in_flight} in flight "
                     f"({run_throughput.run.workload.key()}); {run_throughput.report}")
 
 

@@ -77,6 +77,12 @@ class RunMetrics:
     itl_ms: Distribution
     e2el_ms: Distribution
     max_concurrent_requests: int
+    """vLLM's: most requests active within one 1-second bucket (a request ending and one starting in the same
+    second both count)."""
+    max_output_tokens_per_s: float
+    """vLLM's: most chunks (ttft + ITL timestamps) within one 1-second bucket."""
+    peak_in_flight: int
+    """Exact most requests in flight at one instant (not a vLLM key)."""
 
     @property
     def decode_tok_s(self) -> float:
@@ -107,6 +113,7 @@ def compute_metrics(records: Sequence[RequestRecord], duration_s: float,
     ok = [r for r in records if r.success]
     output_tokens = [r.output_tokens or 0 for r in ok]
     tpots = [t for r in ok if (t := r.tpot_s) is not None]
+    buckets = second_buckets(ok)
     return RunMetrics(
         duration=duration_s,
         completed=len(ok),
@@ -120,8 +127,33 @@ def compute_metrics(records: Sequence[RequestRecord], duration_s: float,
         tpot_ms=Distribution.of_seconds(tpots, percentiles),
         itl_ms=Distribution.of_seconds([gap for r in ok for gap in r.itl_s], percentiles),
         e2el_ms=Distribution.of_seconds([r.latency_s for r in ok], percentiles),
-        max_concurrent_requests=max_concurrency(ok),
+        max_concurrent_requests=buckets[1],
+        max_output_tokens_per_s=buckets[0],
+        peak_in_flight=max_concurrency(ok),
     )
+
+
+def second_buckets(records: Sequence[RequestRecord]) -> tuple[float, int]:
+    """vLLM's `max_output_tokens_per_s` and `max_concurrent_requests` (1-second buckets from the first start)."""
+    if not records:
+        return 0.0, 0
+    first = min(r.start_time for r in records)
+    last = max(r.start_time + r.latency_s for r in records)
+    size = math.ceil(last - first) + 1
+    tokens, active = [0] * size, [0] * size
+    for r in records:
+        t = r.start_time + r.ttft_s
+        times = [t]
+        for gap in r.itl_s:
+            t += gap
+            times.append(t)
+        for at in times:
+            bucket = int(at - first)
+            if 0 <= bucket < size:
+                tokens[bucket] += 1
+        for second in range(int(r.start_time - first), int(r.start_time + r.latency_s - first) + 1):
+            active[second] += 1
+    return float(max(tokens)), max(active)
 
 
 def max_concurrency(records: Sequence[RequestRecord]) -> int:
