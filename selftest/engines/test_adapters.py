@@ -92,3 +92,19 @@ def test_one_slow_request_does_not_kill_a_live_endpoint():
     with pytest.raises(EndpointError):
         adapter.generate("hi")
     assert adapter.state.dead_reason is None and adapter.probe_health().value == 200
+
+
+def test_sglang_parsers_from_model_info_when_server_info_lacks_them():
+    base = fake_sglang.handler("healthy")
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/server_info":
+            info = fake_sglang.server_info("healthy")
+            info.pop("tool_call_parser")
+            return httpx.Response(200, json=info)
+        if request.url.path == "/model_info":
+            return httpx.Response(200, json={"model_path": "/m", "tool_call_parser": "qwen3_coder"})
+        return base(request)
+
+    fact = _adapter("sglang", handle).tool_call_parser()
+    assert (fact.value, fact.source) == ("qwen3_coder", "/model_info tool_call_parser")

@@ -136,11 +136,32 @@ class SglangAdapter(EngineAdapter):
                 "eagle_topk": "speculative_eagle_topk", "num_draft_tokens": "speculative_num_draft_tokens"}
         return {name: self._info_fact(key) for name, key in keys.items()}
 
+    @functools.cached_property
+    def model_info(self) -> dict:
+        """GET /model_info (or the deprecated /get_model_info); from 0.5.23 it also names the parsers."""
+        for path in ("/model_info", "/get_model_info"):
+            response = self.request("GET", path)
+            if response.status_code == 200:
+                try:
+                    data = response.json()
+                except ValueError:
+                    break
+                return data if isinstance(data, dict) else {}
+        return {}
+
+    def _parser_fact(self, key: str) -> Fact:
+        """/server_info first; servers whose /server_info lacks the key may name it in /model_info (0.5.23)."""
+        if key in self.server_info:
+            return self._info_fact(key)
+        if key in self.model_info:
+            return Fact(self.model_info[key], f"/model_info {key}", f'"{key}": {self.model_info[key]!r}')
+        return self._info_fact(key)
+
     def tool_call_parser(self) -> Fact:
-        return self._info_fact("tool_call_parser")
+        return self._parser_fact("tool_call_parser")
 
     def reasoning_parser(self) -> Fact:
-        return self._info_fact("reasoning_parser")
+        return self._parser_fact("reasoning_parser")
 
     def tensor_parallel_size(self) -> Fact:
         return self._info_fact("tp_size")
