@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from llmval.inventory import load_inventory
-from llmval.launch import Crashed, Hung, PortInUse, Stack, group_members, port_open, tagged_processes
+from llmval.launch import LAUNCH_ID_ENV, Crashed, Hung, PortInUse, Stack, group_members, port_open, tagged_processes
 from llmval.transport import connect
 from selftest.launch.helpers import ROOT, assert_nothing_left, run_until_marker, summary_of
 
@@ -160,3 +160,24 @@ def test_sigterm_during_launch_still_tears_down(tmp_path):
     assert run.returncode == pytest.ExitCode.INTERRUPTED, output[-3000:]
     assert summary["teardown_s"] is not None, output[-3000:]
     assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
+
+
+def test_engine_left_over_by_a_killed_run_is_named_with_the_fix(tmp_path):
+    old = subprocess.Popen([sys.executable, "-u", "selftest/launch/stub_server.py", str(STUB_PORT), "--start-delay",
+                            "0"], cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
+                           env={**os.environ, LAUNCH_ID_ENV: "0ldrun"})
+    try:
+        deadline = time.monotonic() + 30
+        while not port_open("127.0.0.1", STUB_PORT):
+            assert time.monotonic() < deadline and old.poll() is None, "stand-in leftover never listened"
+            time.sleep(0.1)
+        stack = _stack("server", tmp_path)
+        with pytest.raises(PortInUse) as caught:
+            stack.launch()
+        stack.stop()
+    finally:
+        os.killpg(old.pid, signal.SIGKILL)
+        old.wait(timeout=10)
+    assert "left over from an earlier --launch run (launch id 0ldrun" in str(caught.value)
+    assert f"kill -TERM -- -{old.pid}" in str(caught.value)
+    assert stack.processes == []

@@ -67,6 +67,17 @@ def tagged_processes(launch_id: str) -> list[ProcessInfo]:
     return found
 
 
+def launch_id_of(pid: int) -> str | None:
+    """The `LLMVAL_LAUNCH_ID` a process carries (it was started by some --launch run), else None."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = f"{LAUNCH_ID_ENV}=".encode()
+    found = next((item for item in environ.split(b"\0") if item.startswith(prefix)), None)
+    return found[len(prefix):].decode("utf-8", "replace") if found else None
+
+
 @dataclass
 class BackgroundProcess:
     """A long-running local process the suite started and owns (leader of its own process group)."""

@@ -35,7 +35,7 @@ from ..inventory import Inventory, StepSpec
 from ..transport import Connection
 from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
 from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
-from ._process import BackgroundProcess, ProcessInfo, listeners, tagged_processes
+from ._process import BackgroundProcess, ProcessInfo, launch_id_of, listeners, tagged_processes
 from ._watch import Observation, ProcessWatch, Watch, observe_safely, remote_watch
 
 PORT_FREE_WAIT_S = 15.0
@@ -166,10 +166,16 @@ class Stack:
         if self.spec.ready.port_must_be_free and self.is_port_open(host, port):
             holders = listeners(port) if host in LOCAL_HOSTS else []
             who = "; ".join(str(p) for p in holders) or "a process the suite did not start"
+            hint = ("Stop it, or pick a free port in the inventory, or run without --launch to judge the server "
+                    "that is running.")
+            stale = [(p, found) for p in holders if (found := launch_id_of(p.pid))]
+            if stale:
+                holder, old_id = stale[0]
+                hint = (f"It is left over from an earlier --launch run (launch id {old_id}; was pytest killed with "
+                        f"SIGKILL?): stop it with `kill -TERM -- -{holder.pgid}`.")
             raise PortInUse(
                 f"[{self.endpoint.name}] {host}:{port} already accepts connections before launch ({who}).\n"
-                "  The suite will not attach to a server it did not start. Stop it, or pick a free port in the "
-                "inventory, or run without --launch to judge the server that is running.")
+                f"  The suite will not attach to a server it did not start. {hint}")
         for step in self.spec.preflight:
             self._run_step(step, "preflight")
 
