@@ -108,3 +108,23 @@ def test_sglang_parsers_from_model_info_when_server_info_lacks_them():
 
     fact = _adapter("sglang", handle).tool_call_parser()
     assert (fact.value, fact.source) == ("qwen3_coder", "/model_info tool_call_parser")
+
+
+def test_vllm_speculative_config_from_non_default_args():
+    log = ("INFO non-default args: {'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 3}, "
+           "'tensor_parallel_size': 2, 'distributed_executor_backend': 'ray'}\n")
+    adapter = _adapter("vllm", lambda r: httpx.Response(404), read_log=lambda: log)
+    facts = adapter.speculative()
+    assert (facts["algorithm"].value, facts["num_steps"].value) == ("mtp", 3)
+    assert adapter.executor_backend().value == "ray"
+
+
+@pytest.mark.parametrize("module", ["llmval.engines", "llmval.toolcalls"])
+def test_public_surface_is_curated_and_sorted(module):
+    import importlib
+
+    package = importlib.import_module(module)
+    kind = {True: 0}  # constants, then classes, then functions (ruff RUF022 order)
+    assert package.__all__ == sorted(package.__all__,
+                                     key=lambda n: (kind.get(n.isupper(), 1 if n[0].isupper() else 2), n))
+    assert all(hasattr(package, name) for name in package.__all__)
