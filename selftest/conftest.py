@@ -58,11 +58,13 @@ def engine_lock():
         fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def live_engine(engine_lock, tmp_path_factory):
-    """The real local engine (vLLM on CPU) on its self-test port, up for the session: the inventory's path."""
+    """The real local engine (vLLM on CPU) on its self-test port, up for one module: the inventory's path.
+
+    Module scope, so it never runs beside the engines other engine self-tests start and stop themselves."""
     from llmval.inventory import load_inventory
-    from llmval.stack import Stack, http_ok
+    from llmval.launch import Stack
     from llmval.transport import connect
 
     folder = tmp_path_factory.mktemp("engine")
@@ -70,8 +72,7 @@ def live_engine(engine_lock, tmp_path_factory):
     inventory = load_inventory(path)
     stack = Stack(inventory, lambda name: connect(inventory.host(name)), folder / "launch", say=lambda _: None)
     try:
-        stack.start()
-        stack.wait_ready(lambda: http_ok(f"http://127.0.0.1:{SELFTEST_ENGINE_PORT}/health"))
+        stack.launch()
         yield path
     finally:
         stack.stop()

@@ -10,10 +10,19 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      ├── HostError           a command on a host could not be run to completion
      │    ├── HostUnreachable    the transport could not connect
      │    ├── CommandTimeout     the command ran past its timeout and was killed
-     │    └── CommandFailed      the command exited non-zero where success was required
+     │    ├── CommandFailed      the command exited non-zero where success was required
+     │    └── TeardownError      (llmval.launch) a stop step failed or something of ours was left running
      ├── EndpointError       an HTTP endpoint did not answer usefully (status, body excerpt)
+     │    └── ModelNotServed     (llmval.engines) the endpoint does not serve the inventory's model
+     ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
      ├── ReplayMiss          --replay has no recorded answer for a command or request
-     └── NotReady            a stack did not become ready (what, deadline, last observation)
+     ├── NotReady            a stack did not become ready (what, deadline, last observation)
+     │    ├── Crashed            (llmval.launch) our process exited, the unit failed, the container exited
+     │    ├── CrashLoop          (llmval.launch) the unit's or container's restart counter climbed
+     │    ├── Hung               (llmval.launch) no new log output for the no-progress window
+     │    └── PortInUse          (llmval.launch) the endpoint's port was taken before launch
+     ├── BudgetError         (llmval.needle) a needle-in-a-haystack prompt cannot fit its token budget
+     └── CellNotMeasured     (llmval.needle) a grid cell was not measured (time budget spent, request failed)
 """
 
 from __future__ import annotations

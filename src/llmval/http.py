@@ -181,7 +181,8 @@ def get_json(client: httpx.Client, path: str, *, endpoint: str, method: str = "G
         raise EndpointError(f"[{endpoint}] {method} {client.base_url}{path}: no answer within the timeout "
                             f"({type(error).__name__})") from error
     except httpx.TransportError as error:
-        raise EndpointError(f"[{endpoint}] {method} {client.base_url}{path}: {type(error).__name__}: {error}") from error
+        raise EndpointError(
+            f"[{endpoint}] {method} {client.base_url}{path}: {type(error).__name__}: {error}") from error
     if response.status_code >= 400:
         raise EndpointError(f"[{endpoint}] {method} {path}: HTTP {response.status_code}: {response.text[:300]!r}")
     try:

@@ -27,7 +27,7 @@ LOG_KINDS = ("file", "journal", "docker", "launch")
 
 
 def _slug(text: str) -> str:
-    """The file-name form of a launch step name (as llmval.stack names its logs)."""
+    """The file-name form of a launch step name (as llmval.launch names its logs)."""
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)[:40].strip("-") or "step"
 
 

@@ -33,7 +33,7 @@ from .hosts import (
     ServiceSpec,
     SshTransport,
 )
-from .launch import LaunchSpec, ReadinessSpec, StepSpec
+from .launch import LaunchSpec, ReadinessSpec, StepSpec, WaitSpec
 from .perf import PerfSpec
 from .report import BlockerSpec, DecisionSpec, DeploymentSpec
 from .serving import EndpointSpec, ServingExpect, SpeculativeSpec, ToolCallGates
@@ -67,6 +67,7 @@ __all__ = [
     "SshTransport",
     "StepSpec",
     "ToolCallGates",
+    "WaitSpec",
     "inventory_json_schema",
     "load_inventory",
 ]
