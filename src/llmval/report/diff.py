@@ -135,8 +135,9 @@ def diff_runs(previous: dict, current: dict) -> list[Change]:
     for nodeid in sorted(set(before) & set(after)):
         old, new = before[nodeid], after[nodeid]
         if old.get("outcome") != new.get("outcome"):
+            lifted = any(b.get("state") == "lifted" for b in new.get("blockers", []))
             changes.append(Change(VERDICT, nodeid, old.get("outcome"), new.get("outcome"),
-                                  "fixed" if new.get("outcome") == "passed" else
+                                  "blocker lifted" if lifted else "fixed" if new.get("outcome") == "passed" else
                                   ("broke" if new.get("outcome") in {"failed", "error"} else "")))
         old_obs = {(e.get("subject"), e.get("check")): e.get("observed") for e in old.get("evidence", [])}
         for e in new.get("evidence", []):

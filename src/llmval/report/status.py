@@ -401,7 +401,7 @@ def _changes(changes: list[Change] | None, previous_name: str | None) -> Section
     titles = {"inventory": "inventory", "verdict": "verdict", "observed": "observed",
               "measured": "measured", "run": "run"}
     for change in changes[:60]:
-        state = FAIL if change.note in {"broke"} else OK if change.note == "fixed" else INFO
+        state = {"broke": FAIL, "fixed": OK, "blocker lifted": LIFT}.get(change.note, INFO)
         section.items.append(Item(f"{titles.get(change.kind, change.kind)}: {esc(change.describe())}", state))
     if len(changes) > 60:
         section.items.append(Item(f"… {len(changes) - 60} more changes (see the results JSON)", INFO))
