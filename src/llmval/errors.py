@@ -21,7 +21,8 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    ├── CrashLoop          (llmval.launch) the unit's or container's restart counter climbed
      │    ├── Hung               (llmval.launch) no new log output for the no-progress window
      │    └── PortInUse          (llmval.launch) the endpoint's port was taken before launch
-     ├── BudgetError         (llmval.needle) a needle-in-a-haystack prompt cannot fit its token budget
+     ├── OtherLoad           (llmval.load) other clients loaded the server during every perf measurement attempt
+ ├── BudgetError         (llmval.needle) a needle-in-a-haystack prompt cannot fit its token budget
      └── CellNotMeasured     (llmval.needle) a grid cell was not measured (time budget spent, request failed)
 """
 

@@ -19,7 +19,7 @@ from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
 from ._prompts import Prompt, build_prompt, build_prompts
 from ._request import RequestRecord, completion_payload, stream_completion
-from ._runner import LoadRun, Workload, run_load
+from ._runner import LoadRun, OtherLoad, Workload, run_load
 from ._sse import SseSplitter
 from ._stats import Distribution, RunMetrics, compute_metrics, max_concurrency, percentile
 
@@ -29,6 +29,7 @@ __all__ = [
     "Distribution",
     "EngineCounters",
     "LoadRun",
+    "OtherLoad",
     "Prompt",
     "Regression",
     "RequestRecord",

@@ -15,10 +15,15 @@ from dataclasses import asdict, dataclass, field
 
 import httpx
 
+from ..errors import LlmvalError
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
 from ._request import Clock, RequestRecord, completion_payload, stream_completion
 from ._stats import RunMetrics, compute_metrics
+
+
+class OtherLoad(LlmvalError):
+    """Other clients loaded the server during every measurement attempt: the run measured contention."""
 
 
 @dataclass(frozen=True)
