@@ -36,4 +36,4 @@ def test_live_recording_of_the_contract_on_the_h200_replays_green(pytester):
     result, outcomes = run_hosts(pytester, "--inventory", str(INVENTORIES / "h200x2.toml"),
                                  "--replay", str(REPLAYS / "REAL-h200x2-live"))
     assert not_passed(outcomes) == {}, result.stdout.str()[-3000:]
-    assert sum(o == "passed" for o, _ in outcomes.values()) == 8
+    assert sum(o == "passed" for o, _ in outcomes.values()) == 11

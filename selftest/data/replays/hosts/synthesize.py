@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -295,6 +296,9 @@ REAL_FILES = {  # capture file -> the contract command it answers (identical com
 }
 
 
+REAL_NCCL_LOG = "/tmp/llmval-nccl/nccl.*.log"  # selftest/data/inventories/h200x2.toml [hosts.nccl]
+
+
 def real_answers() -> Answers:
     manifest = {line.split("\t")[0]: line.split("\t") for line in (REAL / "MANIFEST.tsv").read_text().splitlines()}
     a: Answers = {}
@@ -304,6 +308,12 @@ def real_answers() -> Answers:
         stderr = REAL / f"{name}.stderr"
         a[("h200", recorded)] = CommandResult("h200", recorded, int(rc), (REAL / name).read_text(),
                                               stderr.read_text() if stderr.exists() else "", 0.0)
+    # The inventory's NCCL log (kpro6's NCCL_P2P_DISABLE=1 on real NCCL): what `grep -hE 'NCCL (INFO|WARN)'`
+    # prints of the recorded P2P-disabled all-reduce, filtered here exactly as grep would.
+    nccl = hf.NCCL_FILE.render(path=REAL_NCCL_LOG)
+    lines = (REAL / "nccl-allreduce-p2p-disabled.log").read_text().splitlines(keepends=True)
+    a[("h200", nccl)] = CommandResult("h200", nccl, 0, "".join(x for x in lines if re.search(r"NCCL (INFO|WARN)", x)),
+                                      "", 0.0)
     return a
 
 
