@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import tomllib
-import urllib.request
 
 import pytest
 import tomli_w
@@ -36,19 +35,9 @@ def test_perf_under_replay_skips_saying_timings_are_not_replayable(pytester):
     assert "passed" not in result.stdout.str().splitlines()[-1]
 
 
-def _engine_up() -> bool:
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:8321/health", timeout=3) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 @pytest.mark.engine
-def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(pytester, engine_lock):
-    if not _engine_up():
-        pytest.skip("the local engine is not up at 127.0.0.1:8321")
-    data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
+def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(pytester, live_engine):
+    data = tomllib.loads(live_engine.read_text())
     gate = data["perf"][0]
     gate.update(c1_requests=3, warmup_requests=1, output_len=16, decode_tok_s_c1_min=100000.0)
     inventory = pytester.path / "raised.toml"

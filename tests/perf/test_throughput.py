@@ -5,20 +5,6 @@ import pytest
 pytestmark = pytest.mark.perf
 
 
-@pytest.mark.needs("throughput_concurrency")
-def test_throughput_no_regression_vs_baseline(perf_gate, perf_runs, benchmark, expect):
-    c = perf_gate.throughput_concurrency
-    measured = benchmark.pedantic(perf_runs.get, args=(perf_gate, c), rounds=1, iterations=1)
-    benchmark.extra_info.update(server_key=measured.server_key, workload=measured.run.workload.key(),
-                                **measured.run.metrics.as_vllm_json())
-    check = perf_runs.against_baseline(perf_gate, measured)
-    if check.baseline is None:
-        pytest.skip(check.skip_reason)
-    expect(perf_gate.label, f"perf.baseline.c{c}", expected=check.expected, observed=check.observed, ok=check.is_ok,
-           hint="a slower engine build, a changed flag, or other load; compare the plot",
-           evidence=f"baseline {check.baseline.path} ({check.baseline.saved_at}); plot {check.plot}")
-
-
 @pytest.mark.needs("output_tok_s_min")
 def test_output_throughput_meets_minimum(perf_gate, run_throughput, expect):
     m, c = run_throughput.run.metrics, perf_gate.throughput_concurrency
