@@ -7,11 +7,12 @@ cd "$(dirname "$0")/.."
 DIR=${1:-selftest/data/replays/local-smoke-real}
 PY=.venv/bin/python
 rm -rf "$DIR" && mkdir -p "$DIR"
-work=$(mktemp -d)
-"$PY" -m pytest -m smoke -p no:xdist --inventory inventories/local.toml --record "$DIR" --reports "$work/live" -q || true
-cp "$work/live/results.json" "$DIR/results-live.json"
-"$PY" -m pytest -m smoke -p no:xdist --inventory inventories/local.toml --replay "$DIR" --reports "$work/replay" -q || true
-"$PY" - "$work/live/results.json" "$work/replay/results.json" <<'PY'
+# Both runs use the default reports/ folder: the engine-log command names reports/launch/..., and a replay
+# must send the very same command strings as the recorded run.
+"$PY" -m pytest -m smoke -p no:xdist --inventory inventories/local.toml --record "$DIR" -q || true
+cp reports/results.json "$DIR/results-live.json"
+"$PY" -m pytest -m smoke -p no:xdist --inventory inventories/local.toml --replay "$DIR" -q || true
+"$PY" - "$DIR/results-live.json" reports/results.json <<'PY'
 import json, sys
 live, replay = (json.load(open(p)) for p in sys.argv[1:])
 verdicts = lambda doc: {t["nodeid"]: t["outcome"] for t in doc["tests"]}

@@ -28,6 +28,8 @@ def engine_inventory(folder: Path, port: int, **endpoint_changes) -> Path:
     document = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
     endpoint = document["endpoints"][0]
     endpoint["base_url"] = f"http://127.0.0.1:{port}"
+    # the engine's log, where live_engine's launch writes it (no --reports of a test run knows it)
+    endpoint["logs"] = f"file:{folder / 'launch' / 'start-vllm-cpu.log'}"
     endpoint.update(endpoint_changes)
     for step in document["launch"]["start"]:
         step["run"] = step["run"].replace("--port 8321", f"--port {port}")

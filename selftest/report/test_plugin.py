@@ -143,10 +143,10 @@ def test_planted_secrets_never_reach_any_report(pytester, monkeypatch):
 
 
 @pytest.mark.engine
-def test_two_runs_on_the_engine_diff_a_renamed_model_and_a_raised_gate(pytester):
-    """On the shared local engine (read-only /v1/models): run 1 as declared; run 2 with the served model
+def test_two_runs_on_the_engine_diff_a_renamed_model_and_a_raised_gate(pytester, live_engine):
+    """On the real local engine (read-only /v1/models): run 1 as declared; run 2 with the served model
     renamed and a perf gate raised in the inventory. The second status.md lists both and the broken verdict."""
-    local = ROOT / "inventories" / "local.toml"
+    local = live_engine
     first = run_model_checks(pytester, local)
     assert first.ret == pytest.ExitCode.OK, first.stdout.str()[-3000:]
     edited = pytester.path / "local-edited.toml"
