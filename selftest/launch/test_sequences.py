@@ -142,7 +142,8 @@ RAY_TWO_NODES = RAY_ONE_NODE.replace(
     "Pending:", " 1 node_7cae9434ee30d1fcb0aefdf27b18659ef9713160666974e5818e28a0\nPending:")
 DOCKER_RUN = ("docker run -d --name vllm-qwen35 --gpus all --network host --ipc host "
               "-e NCCL_SOCKET_IFNAME=enp1s0f1np1 -e GLOO_SOCKET_IFNAME=enp1s0f1np1 "
-              "-e RAY_memory_monitor_refresh_ms=0 -v /models:/models -v /var/log/llmval:/var/log/llmval "
+              "-e RAY_memory_monitor_refresh_ms=0 -e NCCL_DEBUG=INFO "
+              "-v /models:/models -v /var/log/llmval:/var/log/llmval "
               "--entrypoint sleep hellohal2064/vllm-qwen3.5-gb10 infinity")
 CONTAINER_FREE = "test -z \"$(docker ps -aq --filter name=^vllm-qwen35$)\""
 INSPECT = "docker inspect -f '{{.RestartCount}} {{.State.Status}} {{.State.ExitCode}}' vllm-qwen35"
@@ -195,7 +196,8 @@ def test_spark_every_ray_node_is_pinned_to_the_ib_subnet(tmp_path):
     assert all("--node-ip-address 192.168.200." in c for c in ray_starts)
     assert all("--address 192.168.200." in c for c in ray_starts if "--head" not in c)
     runs = [c for c in hosts.commands() if c.startswith("docker run")]
-    for flag in ("NCCL_SOCKET_IFNAME=enp1s0f1np1", "GLOO_SOCKET_IFNAME=enp1s0f1np1", "RAY_memory_monitor_refresh_ms=0"):
+    for flag in ("NCCL_SOCKET_IFNAME=enp1s0f1np1", "GLOO_SOCKET_IFNAME=enp1s0f1np1", "RAY_memory_monitor_refresh_ms=0",
+                 "NCCL_DEBUG=INFO"):
         assert all(flag in c for c in runs), flag
 
 
