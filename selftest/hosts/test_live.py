@@ -112,10 +112,10 @@ def test_ssh_and_pct_transports_quote_through_to_the_container(tmp_path, monkeyp
 
 
 @pytest.mark.engine
-def test_local_default_inventory_host_checks_pass_or_skip(pytester):
-    """The embedded local inventory (one CPU host, no GPU): host checks pass or skip cleanly, none errors.
-    Marked `engine`: its env check reads the shared local engine's process environment."""
-    result, outcomes = run_hosts(pytester, in_repo_root=True)
+def test_local_default_inventory_host_checks_pass_or_skip(pytester, live_engine):
+    """The embedded local inventory (one CPU host, no GPU) with its engine up: host checks pass or skip
+    cleanly, none errors. Its env check reads the real engine's process environment."""
+    result, outcomes = run_hosts(pytester, "--inventory", str(live_engine), in_repo_root=True)
     assert not_passed(outcomes) == {}, result.stdout.str()[-3000:]
     skipped = [m for o, m in outcomes.values() if o == "skipped"]
     assert any("no host in the inventory declares gpus" in m for m in skipped)

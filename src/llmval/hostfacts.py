@@ -151,6 +151,16 @@ def _source(spec: str, kinds: tuple[str, ...]) -> tuple[str, str]:
     return kind, value
 
 
+def _not_self(pattern: str) -> str:
+    """`vllm.x` as `[v]llm.x`: the same regex for pgrep, but no longer matching the shell whose own command
+    line carries it (else, with no engine running, `pgrep -o -f` finds that shell and reads its environment).
+
+    >>> _not_self("vllm.entrypoints.openai.api_server")
+    '[v]llm.entrypoints.openai.api_server'
+    """
+    return f"[{pattern[0]}]{pattern[1:]}" if pattern[:1].isalnum() else pattern
+
+
 def _memo(method: Callable) -> Callable:
     """Cache a fact, or the LlmvalError that fetching it raised, per argument tuple."""
 
@@ -265,7 +275,7 @@ class HostFacts:
         if kind == "docker":
             container = self.container(value)
             return None if container is None else container.env
-        result = self.connection.run(PROCESS_ENV.render(pattern=value))
+        result = self.connection.run(PROCESS_ENV.render(pattern=_not_self(value)))
         return parse_environ(result.stdout) if result.rc == 0 and result.stdout.strip() else None
 
     @_memo
