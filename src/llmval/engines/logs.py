@@ -27,7 +27,15 @@ VLLM_NON_DEFAULT_ARGS_RE = re.compile(r"non-default args: (?P<args>\{.*\})\s*$",
 VLLM_FP8_KV_RE = re.compile(r"^.*Using fp8 data type to store kv cache.*$", re.M)
 VLLM_ATTENTION_BACKEND_RE = re.compile(
     r"^.*Using (?:AttentionBackendEnum\.)?(?P<backend>[A-Z_][A-Z0-9_]*) (?:attention )?backend\b.*$", re.M)
-VLLM_RAY_WORKER_RE = re.compile(r"^\(RayWorkerWrapper pid=\d+, ip=(?P<ip>[\d.]+)\)", re.M)
+# Ray prefixes a worker's lines with `(RayWorkerWrapper pid=N, ip=A)`, after the engine core's own prefix
+# (`(EngineCore_DP0 pid=1088) (RayWorkerWrapper pid=285, ip=192.168.177.12) ...`); workers on the head's own node
+# print no `ip=` at all (`(RayWorkerWrapper pid=285) ...`).
+VLLM_RAY_WORKER_RE = re.compile(
+    r"^(?:\([\w.]+ pid=\d+\) )*\(RayWorkerWrapper pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.:a-fA-F]+))?\)", re.M)
+# The multiprocessing executor across nodes (no Ray): `world_size=2, local_world_size=1` on each node's leader.
+VLLM_WORLD_SIZE_RE = re.compile(r"^.*\bworld_size=(?P<world>\d+), local_world_size=(?P<local>\d+).*$", re.M)
+# An enum's repr inside a printed dict: `<DynamicShapesType.BACKED: 'backed'>`, `<CUDAGraphMode.FULL: (2, 1)>`.
+ENUM_REPR_RE = re.compile(r"<(?P<name>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+): (?P<value>[^<>]*)>")
 VLLM_CROSS_NODE_RE = re.compile(r"^.*Custom allreduce is disabled because this process group spans across nodes.*$",
                                 re.M)
 VLLM_AUTO_TOOL_RE = re.compile(r"^.*\"auto\" tool choice has been enabled.*$", re.M)
@@ -79,6 +87,110 @@ class LogLine:
     quote: str
 
 
+ANSI_RE = re.compile(r"\x1b\[[\d;]*m")
+OPENERS, CLOSERS = "([{<", ")]}>"
+
+
+@dataclass(frozen=True)
+class Unparsed:
+    """A value of a printed dict that is no Python literal (an object repr): kept as its text."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _literal(text: str) -> object:
+    """A Python literal, with enum reprs read as their names (`<CUDAGraphMode.FULL: (2, 1)>` → 'CUDAGraphMode.FULL');
+    a value that is still no literal stays `Unparsed` text, never None."""
+    cleaned = text.strip()
+    while (subbed := ENUM_REPR_RE.sub(lambda m: repr(m["name"]), cleaned)) != cleaned:
+        cleaned = subbed
+    try:
+        return ast.literal_eval(cleaned)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    if cleaned.startswith("{"):
+        try:
+            return parse_printed_dict(cleaned)
+        except ValueError:
+            pass
+    return Unparsed(text.strip())
+
+
+def _split_top_level(body: str) -> list[str] | None:
+    """The items of `{a, b, ...}` split at top-level commas (quotes and brackets respected); None if unbalanced."""
+    items, depth, quote, start, i = [], 0, "", 1, 1
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    while i < len(body) - 1:
+        c = body[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in OPENERS:
+            depth += 1
+        elif c in CLOSERS:
+            depth -= 1
+            if depth < 0:
+                return None
+        elif c == "," and depth == 0:
+            items.append(body[start:i])
+            start = i + 1
+        i += 1
+    if depth or quote:
+        return None
+    items.append(body[start:-1])
+    return [item for item in items if item.strip()]
+
+
+def parse_printed_dict(text: str) -> dict:
+    """A dict as Python prints it, even when some values are object or enum reprs (vLLM's `non-default args`
+    with `--compilation-config`): plain values are read exactly, enums by name, other reprs kept `Unparsed`.
+    Raises ValueError when the text is not a dict at all (truncated, unbalanced).
+
+    >>> parse_printed_dict("{'port': 8321, 'mode': <CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>, 'x': Foo(a=1)}")
+    {'port': 8321, 'mode': 'CUDAGraphMode.FULL_AND_PIECEWISE', 'x': Unparsed(text='Foo(a=1)')}
+    """
+    text = text.strip()
+    try:
+        whole = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        whole = None
+    if isinstance(whole, dict):
+        return whole
+    items = _split_top_level(text)
+    if items is None:
+        raise ValueError(f"not a balanced dict: {text[:120]!r}...")
+    parsed: dict = {}
+    for item in items:
+        key_text, colon, value_text = _split_key(item)
+        key = _literal(key_text)
+        if not colon or isinstance(key, Unparsed):
+            raise ValueError(f"not a `key: value` item: {item.strip()[:120]!r}")
+        parsed[key] = _literal(value_text)
+    return parsed
+
+
+def _split_key(item: str) -> tuple[str, str, str]:
+    """`'key': value` → ('key', ':', 'value'), the colon being the first one outside quotes."""
+    quote = ""
+    for i, c in enumerate(item):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c == ":":
+            return item[:i], ":", item[i + 1:]
+    return item, "", ""
+
+
 @dataclass(frozen=True)
 class VllmLogFacts:
     """What a vLLM startup log states."""
@@ -91,9 +203,16 @@ class VllmLogFacts:
     engine_config_quote: str = ""
     non_default_args: dict = field(default_factory=dict)
     non_default_args_quote: str = ""
+    non_default_args_error: str = ""
+    """Why the `non-default args` line could not be read as a dict (then no value may be taken as absent)."""
     fp8_kv_quotes: tuple[str, ...] = ()
     attention_backends: tuple[LogLine, ...] = ()
     ray_worker_ips: tuple[str, ...] = ()
+    ray_local_worker_quote: str = ""
+    """A Ray worker line without `ip=`: a worker on the head's own node."""
+    world_size: int | None = None
+    local_world_size: int | None = None
+    world_size_quote: str = ""
     cross_node_quote: str = ""
     auto_tool_choice_quote: str = ""
 
@@ -132,6 +251,7 @@ def _latest_start(text: str, marker: re.Pattern) -> str:
 
 def parse_vllm_log(text: str) -> VllmLogFacts:
     """Facts from a vLLM API-server log (the latest start in it)."""
+    text = ANSI_RE.sub("", text)
     text = _latest_start(text, VLLM_NON_DEFAULT_ARGS_RE) if VLLM_NON_DEFAULT_ARGS_RE.search(text) else text
     facts: dict = {}
     if engine := _last(VLLM_ENGINE_CONFIG_RE, text):
@@ -147,17 +267,21 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
         if m := VLLM_CONFIG_SERVED_RE.search(config):
             facts["served_model_name"] = m["name"].strip()
     if args := _last(VLLM_NON_DEFAULT_ARGS_RE, text):
+        facts["non_default_args_quote"] = args.group(0)
         try:
-            parsed = ast.literal_eval(args["args"])
-        except (ValueError, SyntaxError):
-            parsed = {}
-        if isinstance(parsed, dict):
-            facts["non_default_args"] = parsed
-            facts["non_default_args_quote"] = args.group(0)
+            facts["non_default_args"] = parse_printed_dict(args["args"])
+        except ValueError as error:
+            facts["non_default_args_error"] = str(error)
     facts["fp8_kv_quotes"] = tuple(m.group(0).strip() for m in VLLM_FP8_KV_RE.finditer(text))
     facts["attention_backends"] = tuple(LogLine(m["backend"], m.group(0).strip())
                                         for m in VLLM_ATTENTION_BACKEND_RE.finditer(text))
-    facts["ray_worker_ips"] = tuple(sorted({m["ip"] for m in VLLM_RAY_WORKER_RE.finditer(text)}))
+    workers = list(VLLM_RAY_WORKER_RE.finditer(text))
+    facts["ray_worker_ips"] = tuple(sorted({m["ip"] for m in workers if m["ip"]}))
+    if local := next((m for m in workers if not m["ip"]), None):
+        facts["ray_local_worker_quote"] = text[local.start():text.find("\n", local.start())].strip()[:300]
+    if m := _last(VLLM_WORLD_SIZE_RE, text):
+        facts["world_size"], facts["local_world_size"] = int(m["world"]), int(m["local"])
+        facts["world_size_quote"] = m.group(0).strip()[:300]
     if m := VLLM_CROSS_NODE_RE.search(text):
         facts["cross_node_quote"] = m.group(0).strip()
     if m := VLLM_AUTO_TOOL_RE.search(text):

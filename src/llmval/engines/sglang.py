@@ -39,6 +39,29 @@ def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+def is_release_version(version: str) -> bool:
+    """False for a source or dev build that reports no real release (`0.0.0.dev1+g<sha>`, `0.0.0`, `unknown`):
+    its number says nothing about which log lines it prints.
+
+    >>> is_release_version("0.5.10.post1"), is_release_version("0.0.0.dev1+g1a2b3c4"), is_release_version("?")
+    (True, False, False)
+    """
+    return any(version_tuple(version))
+
+
+def _one_source(lines: list[tuple[str, str]], source: str) -> KvEvidence | None:
+    """Lines of one log shape are ONE source, however often they repeat (SGLang prints the allocation once per
+    pool, target and draft, and per TP rank): agreeing dtypes give one evidence, differing ones a mixed value."""
+    if not lines:
+        return None
+    dtypes = sorted({dtype for dtype, _ in lines})
+    quote = " | ".join(dict.fromkeys(q for _, q in lines))[:600]
+    if len(dtypes) == 1:
+        return KvEvidence(f"{source} ({len(lines)} line(s), one source)", dtypes[0], dtypes[0], quote)
+    mixed = "mixed: " + ", ".join(dtypes)
+    return KvEvidence(f"{source} ({len(lines)} lines disagree)", mixed, mixed, quote)
+
+
 class SglangAdapter(EngineAdapter):
     """Facts of an SGLang endpoint."""
 
@@ -104,14 +127,16 @@ class SglangAdapter(EngineAdapter):
             log = self.log
         except NotExposed:
             return evidence
-        if version_tuple(self._ver) >= ALLOC_DTYPE_SINCE:
-            for alloc in log.kv_allocations:
-                if alloc.dtype:
-                    evidence.append(KvEvidence("engine log: KV Cache is allocated. dtype:", alloc.dtype,
-                                               alloc.dtype, alloc.quote))
-        else:
-            for line in log.kv_dtypes:
-                evidence.append(KvEvidence("engine log: Using KV cache dtype:", line.value, line.value, line.quote))
+        allocations = [(a.dtype, a.quote) for a in log.kv_allocations if a.dtype]
+        using = [(line.value, line.quote) for line in log.kv_dtypes]
+        if is_release_version(self._ver):
+            chosen = ("alloc" if version_tuple(self._ver) >= ALLOC_DTYPE_SINCE else "using")
+        else:  # a source build: its version says nothing; read whichever line shape the log prints
+            chosen = "alloc" if allocations else "using"
+        found = (_one_source(allocations, "engine log: KV Cache is allocated. dtype:") if chosen == "alloc"
+                 else _one_source(using, "engine log: Using KV cache dtype:"))
+        if found is not None:
+            evidence.append(found)
         return evidence
 
     def kv_fp8_quotes(self) -> list[str]:

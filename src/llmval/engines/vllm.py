@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import EndpointError
+from ..errors import EndpointError, ParseError
 from .base import EngineAdapter, Fact, KvEvidence, NotExposed, resolve_auto
-from .logs import VllmLogFacts, normalize_dtype, parse_vllm_log
+from .logs import Unparsed, VllmLogFacts, normalize_dtype, parse_vllm_log
 from .metrics import Metrics, delta
 
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
@@ -86,15 +86,42 @@ class VllmAdapter(EngineAdapter):
                              "(`Using <BACKEND> attention backend` appears on GPU platforms only)")
         return Fact(backends[0].value, "engine log", backends[0].quote)
 
+    def _args(self, *, limit: int = 400) -> tuple[dict, str]:
+        """The `non-default args` dict and its quote; NotExposed without the line, ParseError when it cannot be read
+        (then an absent key proves nothing: the check is could-not-check, never `None`)."""
+        log = self.log
+        quote = log.non_default_args_quote[:limit]
+        if not log.non_default_args_quote:
+            raise NotExposed(f"[{self.spec.name}] the engine log has no `non-default args` line "
+                             "(the startup lines may be missing from the log source)")
+        if log.non_default_args_error:
+            raise ParseError(f"[{self.spec.name}] vLLM `non-default args` line", log.non_default_args_error,
+                             log.non_default_args_quote[:300])
+        return log.non_default_args, quote
+
+    def _arg(self, key: str, default: object = None) -> tuple[object, str]:
+        """One non-default arg (default when absent); ParseError when its value is an unreadable repr."""
+        args, quote = self._args()
+        value = args.get(key, default)
+        if isinstance(value, Unparsed):
+            raise ParseError(f"[{self.spec.name}] vLLM `non-default args` {key!r}", "not a Python literal",
+                             value.text)
+        return value, quote
+
     def speculative(self) -> dict[str, Fact]:
-        config = self.log.non_default_args.get("speculative_config")
-        quote = self.log.non_default_args_quote[:300]
+        config, quote = self._arg("speculative_config")
+        quote = quote[:300]
         if not config:
             return {"algorithm": Fact(None, "engine log: non-default args (no speculative_config)", quote)}
         if isinstance(config, str):
             import json
 
-            config = json.loads(config)
+            try:
+                config = json.loads(config)
+            except ValueError as error:
+                raise ParseError(f"[{self.spec.name}] speculative_config", str(error), config) from None
+        if not isinstance(config, dict):
+            raise ParseError(f"[{self.spec.name}] speculative_config", "not a dict", str(config))
         return {
             "algorithm": Fact(config.get("method"), "engine log: speculative_config.method", quote),
             "num_steps": Fact(config.get("num_speculative_tokens"),
@@ -102,44 +129,52 @@ class VllmAdapter(EngineAdapter):
         }
 
     def tool_call_parser(self) -> Fact:
-        args, quote = self.log.non_default_args, self.log.non_default_args_quote[:400]
-        if not quote:
-            raise NotExposed(f"[{self.spec.name}] the engine log has no `non-default args` line")
-        auto = args.get("enable_auto_tool_choice", False)
-        return Fact(args.get("tool_call_parser"),
-                    f"engine log: non-default args (enable_auto_tool_choice={auto})", quote)
+        parser, quote = self._arg("tool_call_parser")
+        auto, _ = self._arg("enable_auto_tool_choice", False)
+        return Fact(parser, f"engine log: non-default args (enable_auto_tool_choice={auto})", quote)
 
     def reasoning_parser(self) -> Fact:
-        args, quote = self.log.non_default_args, self.log.non_default_args_quote[:400]
-        if not quote:
-            raise NotExposed(f"[{self.spec.name}] the engine log has no `non-default args` line")
-        return Fact(args.get("reasoning_parser"), "engine log: non-default args", quote)
+        parser, quote = self._arg("reasoning_parser")
+        return Fact(parser, "engine log: non-default args", quote)
 
     def tensor_parallel_size(self) -> Fact:
         return self._log_fact(self.log.tensor_parallel_size, "tensor_parallel_size",
                               self.log.engine_config_quote[:300])
 
     def nodes(self) -> Fact:
-        """1 unless Ray spreads workers: then the distinct IPs of `(RayWorkerWrapper pid=, ip=)` lines."""
-        backend = self.log.distributed_executor_backend
-        ips = self.log.ray_worker_ips
-        if backend == "ray" or ips:
-            if not ips:
-                raise NotExposed(f"[{self.spec.name}] Ray backend but no `(RayWorkerWrapper pid=.., ip=..)` lines "
+        """Ray: the distinct `ip=` of `(RayWorkerWrapper pid=.., ip=..)` lines, plus the head's own node when a
+        worker line has no `ip=` (Ray prints none for the local node); multiprocessing across nodes (no Ray):
+        `nnodes`, else world_size / local_world_size; otherwise 1."""
+        log = self.log
+        ips, local = log.ray_worker_ips, log.ray_local_worker_quote
+        backend = None
+        if not (ips or local):
+            backend, _ = self._arg("distributed_executor_backend")
+        if backend == "ray" or ips or local:
+            if not (ips or local):
+                raise NotExposed(f"[{self.spec.name}] Ray backend but no `(RayWorkerWrapper pid=..)` lines "
                                  "in the log; check `ray list nodes` on the head")
-            return Fact(len(ips), "engine log: distinct RayWorkerWrapper ips",
-                        f"ips={list(ips)}; {self.log.cross_node_quote}".strip("; "))
+            count = len(ips) + (1 if local else 0)
+            source = "engine log: distinct RayWorkerWrapper ips" + (" + the head's own node (no ip=)" if local else "")
+            return Fact(count, source, "; ".join(x for x in (f"ips={list(ips)}", local[:160], log.cross_node_quote)
+                                                 if x))
+        nnodes, quote = self._arg("nnodes")
+        if nnodes is not None:
+            return Fact(int(nnodes), "engine log: non-default args nnodes", quote[:200])
+        if log.world_size and log.local_world_size:
+            return Fact(-(-log.world_size // log.local_world_size),
+                        "engine log: world_size / local_world_size (multiprocessing executor)", log.world_size_quote)
         return Fact(1, f"engine log: executor backend {backend or 'default (mp/uni)'}, no Ray workers",
-                    self.log.non_default_args_quote[:200])
+                    quote[:200])
 
     def executor_backend(self) -> Fact:
-        """`distributed_executor_backend` from the non-default args; absent means vLLM's default (mp / uni)."""
-        args, quote = self.log.non_default_args, self.log.non_default_args_quote[:300]
-        if not quote:
-            raise NotExposed(f"[{self.spec.name}] the engine log has no `non-default args` line")
-        backend = args.get("distributed_executor_backend")
+        """`distributed_executor_backend` from the non-default args; absent means vLLM's default: `mp` when the
+        world spans more than one process (TP x PP > 1, or nnodes > 1), else `uni`."""
+        args, quote = self._args(limit=300)
+        backend, _ = self._arg("distributed_executor_backend")
         tp = int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1))
-        return Fact(backend or ("mp" if tp > 1 else "uni"), "engine log: non-default args", quote)
+        many = tp > 1 or int(args.get("nnodes", 1)) > 1
+        return Fact(backend or ("mp" if many else "uni"), "engine log: non-default args", quote)
 
     def acceptance_snapshot(self) -> Metrics:
         return self.metrics()

@@ -45,9 +45,14 @@ def parse_gpu_memory_used_mib(text: str) -> dict[int, int | None]:
     return used
 
 
+# A warning is not the engine's error, even when its text says "error" (Ray's `FutureWarning: Tip: ... turn off
+# this error message`, vLLM `WARNING ... failed to ...` notes, Python's `warnings.warn(` echo line).
+WARNING_LINE_RE = re.compile(r"\b[A-Z]\w*Warning\b|\bWARN(?:ING)?\b|warnings\.warn\(")
+
+
 def error_line(log_tail: str) -> str:
-    """The last line of a log tail that reads like the engine's own error, else ''."""
+    """The last line of a log tail that reads like the engine's own error (not a warning), else ''."""
     for line in reversed(log_tail.splitlines()):
-        if ERROR_LINE_RE.search(line):
+        if ERROR_LINE_RE.search(line) and not WARNING_LINE_RE.search(line):
             return line.strip()
     return ""
