@@ -64,22 +64,38 @@ def test_sglang_accept_length_prefers_verify_call_deltas():
     assert adapter.accept_length(before, after).value == 3.0
 
 
-def test_a_hung_endpoint_fails_once_then_fast():
+def test_a_hung_endpoint_is_named_by_the_short_health_probe_then_fails_fast():
     calls = []
 
     def hang(request: httpx.Request) -> httpx.Response:
-        calls.append(request.url.path)
+        calls.append((request.url.path, request.extensions["timeout"]["read"]))
         raise httpx.ReadTimeout("timed out", request=request)
 
     state = EndpointState()
     adapter = _adapter("vllm", hang, state=state)
-    with pytest.raises(EndpointError, match="no answer within 1 s"):
+    with pytest.raises(EndpointError, match=r"stopped answering .*/health: no answer within 5 s"):
         adapter.metrics()
-    assert calls == ["/metrics", "/health"] and state.dead_reason
+    assert calls == [("/health", 5.0)] and state.dead_reason  # the probe's own timeout, not request_timeout_s
     with pytest.raises(EndpointError, match="not sent: the endpoint stopped answering"):
         adapter.get_json("/v1/models")
-    assert calls == ["/metrics", "/health"]
+    assert calls == [("/health", 5.0)]
     assert "no answer" in adapter.probe_health().value
+
+
+def test_a_request_timing_out_after_a_good_probe_is_confirmed_dead_by_one_more_probe():
+    calls = []
+
+    def hang_after_probe(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        if len(calls) == 1:
+            return httpx.Response(200)
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    state = EndpointState()
+    adapter = _adapter("vllm", hang_after_probe, state=state)
+    with pytest.raises(EndpointError, match="no answer within 1 s"):
+        adapter.metrics()
+    assert calls == ["/health", "/metrics", "/health"] and state.dead_reason
 
 
 def test_one_slow_request_does_not_kill_a_live_endpoint():

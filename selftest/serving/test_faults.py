@@ -2,15 +2,16 @@
 
 REAL replays (recorded once on the real local engine by selftest/serving/faults.py, see each folder's
 README.md) are judged again offline; the hung server is live (a socket that accepts and never answers) and
-must end the run within its 3 s timeout; one live fault (FP8 KV) runs on the real engine, marked `engine`."""
+must end the run within 15 s of pytest's start although its request timeout is 600 s;
+one live fault (FP8 KV) runs on the real engine, marked `engine`."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import threading
-import time
 
 import pytest
 
@@ -98,21 +99,24 @@ class _SilentServer:
             conn.close()
 
 
-def test_hung_server_fails_health_and_the_run_ends_within_timeouts(pytester):
+def test_hung_server_is_named_by_the_health_probe_within_15_s(pytester):
+    """The smoke run against a server that accepts and never answers (request_timeout_s = 600) ends within
+    15 s of pytest's own start, every serving test reported, the hang named by the short health probe."""
     LOG_DIR.mkdir(parents=True, exist_ok=True)  # it hung after a normal start: its startup log is the REAL one
     shutil.copy(ROOT / "selftest" / "data" / "engines" / "REAL-vllm-0.32.0-cpu-bf16.log", LOG_DIR / "hang.log")
-    started = time.monotonic()
     with _SilentServer(8347):
-        run_contract(pytester, *SERVING_SMOKE, "--inventory", str(INVENTORIES / "serving-fault-hang.toml"))
-    elapsed = time.monotonic() - started
+        result = run_contract(pytester, *SERVING_SMOKE, "--inventory", str(INVENTORIES / "serving-fault-hang.toml"))
+    session_s = float(re.findall(r" in ([0-9.]+)s", result.stdout.str())[-1])  # pytest's session time
     outcomes = _outcomes(pytester.path / "reports")
+    serving = [name for name in outcomes if "[hung-8347" in name]
+    assert len(serving) >= 10, outcomes
     outcome, message = outcomes["test_health_answers_200[hung-8347]"]
-    assert outcome == "failed" and "no answer within 3 s" in message, message
+    assert outcome == "failed" and "no answer within 5 s" in message, message
     for name, (outcome, message) in outcomes.items():
         if outcome not in {"passed", "skipped"} and not name.startswith("test_health_answers_200"):
             assert "could not check" in message, f"{name}: {message}"
-            assert "no answer within 3 s" in message or "stopped answering" in message, f"{name}: {message}"
-    assert elapsed < 90, f"the run took {elapsed:.0f} s"
+            assert "no answer within 5 s" in message or "stopped answering" in message, f"{name}: {message}"
+    assert session_s < 15, f"the session took {session_s:.1f} s (request_timeout_s is 600)"
 
 
 @pytest.mark.engine

@@ -6,6 +6,8 @@ contract tests compare them with the inventory. What an engine does not expose r
 httpx errors into `EndpointError` naming the endpoint and URL and, once the endpoint has stopped
 answering (a timeout or a refused connection, confirmed by one short /health probe), answers every
 later call at once with the first cause, so a dead or hung server ends the run within its timeouts.
+Before the first other request of a run, one /health probe with the endpoint's short `health_timeout_s`
+runs, so a server that accepts and never answers is named within seconds, not after `request_timeout_s`.
 """
 
 from __future__ import annotations
@@ -20,12 +22,10 @@ from typing import Any, ClassVar
 import httpx
 import httpx_sse
 
-from ..errors import EndpointError, LlmvalError
+from ..errors import EndpointError, LlmvalError, ReplayMiss
 from ..inventory import EndpointSpec
 from .logs import normalize_dtype
 from .metrics import Metrics, parse_metrics
-
-PROBE_TIMEOUT_S = 5.0
 
 
 class ModelNotServed(EndpointError):
@@ -66,6 +66,8 @@ class EndpointState:
     """Whether the endpoint still answers; shared by every adapter of one endpoint in a run."""
 
     dead_reason: str | None = None
+    probed: bool = False
+    """The first /health probe of the run was made (by health() itself or before another request)."""
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,10 @@ class EngineAdapter:
         return f"{type(self).__name__}({self.spec.name!r})"
 
     # ---- HTTP, bounded -----------------------------------------------------------------------
-    def _fail(self, method: str, path: str, error: httpx.HTTPError) -> EndpointError:
+    def _fail(self, method: str, path: str, error: httpx.HTTPError, timeout_s: float | None = None) -> EndpointError:
         url = f"{self.client.base_url}{path}"
         if isinstance(error, httpx.TimeoutException):
-            what = f"no answer within {self.spec.request_timeout_s:g} s ({type(error).__name__})"
+            what = f"no answer within {timeout_s or self.spec.request_timeout_s:g} s ({type(error).__name__})"
         else:
             what = f"{type(error).__name__}: {error}"
         reason = f"{method} {url}: {what}"
@@ -112,10 +114,26 @@ class EngineAdapter:
         if failed_path == "/health":
             return True
         try:
-            self.client.get("/health", timeout=PROBE_TIMEOUT_S)
+            self.client.get("/health", timeout=self.spec.health_timeout_s)
         except httpx.HTTPError:
             return True
         return False
+
+    def _probe_first(self, path: str) -> None:
+        """Once per run, before the first request that is not itself /health: a short /health probe; a
+        server that does not answer it is dead for the rest of the run (every later call fails at once)."""
+        if self.state.probed or path == "/health":
+            return
+        self.state.probed = True
+        try:
+            self.client.get("/health", timeout=self.spec.health_timeout_s)
+        except httpx.TimeoutException as error:
+            self.state.dead_reason = (f"GET {self.client.base_url}/health: no answer within "
+                                      f"{self.spec.health_timeout_s:g} s ({type(error).__name__})")
+        except httpx.HTTPError:
+            return  # a refused or reset connection: the request itself will say so
+        except ReplayMiss:
+            return  # a recording made without the probe: the replayed request answers for itself
 
     def _check_alive(self, method: str, path: str) -> None:
         if self.state.dead_reason is not None:
@@ -125,14 +143,18 @@ class EngineAdapter:
     def request(self, method: str, path: str, *, json_body: object | None = None,
                 timeout_s: float | None = None) -> httpx.Response:
         """One request; transport failures become EndpointError (and may mark the endpoint dead)."""
+        self._probe_first(path)
         self._check_alive(method, path)
+        if path == "/health":
+            self.state.probed = True
+            timeout_s = timeout_s or self.spec.health_timeout_s
         kwargs: dict[str, Any] = {"json": json_body} if json_body is not None else {}
         if timeout_s is not None:
             kwargs["timeout"] = timeout_s
         try:
             return self.client.request(method, path, **kwargs)
         except httpx.HTTPError as error:
-            raise self._fail(method, path, error) from error
+            raise self._fail(method, path, error, timeout_s) from error
 
     def get_json(self, path: str, *, method: str = "GET", json_body: object | None = None) -> Any:
         """JSON of a 2xx answer, or EndpointError saying what came back."""
@@ -161,6 +183,7 @@ class EngineAdapter:
 
         payload = {"model": self.spec.model, **body, "stream": True,
                    "stream_options": {"include_usage": True}}
+        self._probe_first("/v1/chat/completions")
         self._check_alive("POST", "/v1/chat/completions")
         try:
             with self._sse(payload) as source:

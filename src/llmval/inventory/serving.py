@@ -88,7 +88,11 @@ class EndpointSpec(Spec):
     logs: str | None = None
     """Where the engine's log is: `file:<path>`, `journal:<unit>`, `docker:<container>`, or `launch` (the
     log the suite's own launch wrote)."""
-    request_timeout_s: float = Field(60, gt=0)
+    request_timeout_s: float = Field(60, gt=0, le=86400)
+    """Timeout of one request (a generation may take minutes on a big model)."""
+    health_timeout_s: float = Field(5, gt=0, le=60)
+    """Timeout of the health and readiness probes (GET /health): short, so a server that accepts connections
+    and never answers is named in seconds, whatever request_timeout_s is."""
     expect: ServingExpect = ServingExpect()
     tool_calls: ToolCallGates = ToolCallGates()
     reasoning: bool = False
