@@ -35,6 +35,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from llmval.engines import VllmAdapter  # noqa: E402
 from llmval.load import Workload, read_counters, run_load, window_deltas  # noqa: E402
 from llmval.load._lock import engine_lock  # noqa: E402
 
@@ -169,7 +170,7 @@ def run_vllm_bench(bench: VllmBench, args: argparse.Namespace, concurrency: int,
 
 async def counters(args: argparse.Namespace):
     async with httpx.AsyncClient(base_url=args.base_url, timeout=30) as client:
-        return await read_counters(client, "side-by-side")
+        return await read_counters(client, "side-by-side", VllmAdapter)
 
 
 async def run_suite(args: argparse.Namespace, concurrency: int, num_prompts: int) -> dict:
@@ -178,7 +179,7 @@ async def run_suite(args: argparse.Namespace, concurrency: int, num_prompts: int
                         temperature=args.temperature, ignore_eos=True)
     limits = httpx.Limits(max_connections=max(concurrency, 1) + 2)
     async with httpx.AsyncClient(base_url=args.base_url, timeout=args.timeout_s, limits=limits) as client:
-        run = await run_load(client, workload, endpoint="side-by-side")
+        run = await run_load(client, workload, endpoint="side-by-side", engine=VllmAdapter)
     return run.as_json()
 
 

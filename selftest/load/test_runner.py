@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from llmval.engines import VllmAdapter
 from llmval.load import Workload, run_load
 
 from .fakes import FakeClock, TimedStream
@@ -62,7 +63,8 @@ class FakeServer:
 def _run(server: FakeServer, workload: Workload, nonce: str = "run1"):
     async def go():
         async with httpx.AsyncClient(transport=httpx.MockTransport(server.handle), base_url="http://fake") as client:
-            return await run_load(client, workload, endpoint="fake", nonce=nonce, clock=server.clock)
+            return await run_load(client, workload, endpoint="fake", engine=VllmAdapter, nonce=nonce,
+                                  clock=server.clock)
     return asyncio.run(go())
 
 

@@ -11,6 +11,7 @@ import re
 import httpx
 import pytest
 
+from llmval.engines import SglangAdapter, VllmAdapter
 from llmval.inventory import EndpointSpec, NiahSpec
 from llmval.needle import CellNotMeasured, NiahRunner, ServerTokenCounter, whitespace_token_count
 from llmval.needle.report import render_heatmap, write_grid_json
@@ -45,7 +46,7 @@ def _runner(spec: NiahSpec, style: str, calls: list[str]) -> NiahRunner:
     endpoint = EndpointSpec(name="fake", platform="p", base_url="http://fake:1", engine="vllm", model="m",
                             max_model_len=8192)
     client = httpx.Client(base_url="http://fake:1", transport=httpx.MockTransport(fake_engine(style, calls)))
-    count = ServerTokenCounter(client, endpoint="fake", engine="vllm", model="m")
+    count = ServerTokenCounter(client, endpoint="fake", engine=VllmAdapter, model="m")
     return NiahRunner(spec, endpoint, client, count)
 
 
@@ -113,7 +114,7 @@ def test_sglang_counts_prompt_tokens_plus_the_measured_chat_overhead():
                                          "usage": {"prompt_tokens": 3 + 11}})  # "Reply with OK." is 3 pieces
 
     client = httpx.Client(base_url="http://fake:1", transport=httpx.MockTransport(handler))
-    count = ServerTokenCounter(client, endpoint="fake", engine="sglang", model="m")
+    count = ServerTokenCounter(client, endpoint="fake", engine=SglangAdapter, model="m")
     assert count([{"role": "user", "content": "a b c d e"}]) == 5 + 11
     assert count([{"role": "user", "content": "a b"}]) == 2 + 11
     assert sum(1 for b in seen if "max_tokens" in b) == 1  # the overhead is measured once

@@ -1,8 +1,10 @@
 """Engine adapters: what an SGLang, vLLM or plain OpenAI-compatible endpoint says about itself.
 
-`adapter_for(spec, client, read_log=...)` returns the adapter the inventory names; `detect_engine(client)`
-says which engine actually answers (so a wrong `engine =` in the inventory is itself a finding). Adapters
-read lazily and never judge; the contract tests in tests/serving/ compare their `Fact`s with the inventory.
+`adapter_for(spec, client, read_log=...)` returns the adapter the inventory names, `adapter_class(spec)`
+its class (what `llmval.load` and `llmval.needle` take: metric names, acceptance math, tokenize form,
+server identity); `detect_engine(client)` says which engine actually answers (so a wrong `engine =` in
+the inventory is itself a finding). Adapters read lazily and never judge; the contract tests in
+tests/serving/ compare their `Fact`s with the inventory.
 Pure parsers (metrics text, log lines) live in `metrics.py` and `logs.py` and are tested offline.
 """
 
@@ -13,26 +15,39 @@ from collections.abc import Callable
 import httpx
 
 from ..inventory import EndpointSpec
-from .base import EndpointState, EngineAdapter, Fact, KvEvidence, NotExposed, StreamedChat
+from .base import (
+    Acceptance,
+    EndpointState,
+    EngineAdapter,
+    Fact,
+    KvEvidence,
+    LoadCounters,
+    NotExposed,
+    StreamedChat,
+)
 from .logs import normalize_dtype, parse_sglang_log, parse_vllm_log
 from .logsource import launch_log_path, log_command
 from .metrics import Metrics, parse_metrics
-from .sglang import SglangAdapter
+from .sglang import SERVER_INFO_PATHS, SglangAdapter
 from .vllm import VllmAdapter
 
-ADAPTERS: dict[str, type[EngineAdapter]] = {"sglang": SglangAdapter, "vllm": VllmAdapter, "openai": EngineAdapter}
+# The registry: one line per engine. The inventory's `engine =` choices (inventory/serving.py) name these kinds.
+ADAPTERS: dict[str, type[EngineAdapter]] = {cls.kind: cls for cls in (SglangAdapter, VllmAdapter, EngineAdapter)}
 
 __all__ = [
     "ADAPTERS",
+    "Acceptance",
     "EndpointState",
     "EngineAdapter",
     "Fact",
     "KvEvidence",
+    "LoadCounters",
     "Metrics",
     "NotExposed",
     "SglangAdapter",
     "StreamedChat",
     "VllmAdapter",
+    "adapter_class",
     "adapter_for",
     "detect_engine",
     "launch_log_path",
@@ -44,21 +59,30 @@ __all__ = [
 ]
 
 
+def adapter_class(spec: EndpointSpec | str) -> type[EngineAdapter]:
+    """The adapter class of the engine an endpoint (or an engine kind) names.
+
+    >>> adapter_class("vllm").load_counters.generation_tokens
+    'vllm:generation_tokens'
+    """
+    kind = spec if isinstance(spec, str) else spec.engine
+    try:
+        return ADAPTERS[kind]
+    except KeyError:
+        raise ValueError(f"unknown engine {kind!r}; valid: {sorted(ADAPTERS)}") from None
+
+
 def adapter_for(spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
                 state: EndpointState | None = None) -> EngineAdapter:
     """The adapter for the engine the inventory declares."""
-    try:
-        cls = ADAPTERS[spec.engine]
-    except KeyError:
-        raise ValueError(f"unknown engine {spec.engine!r}; valid: {sorted(ADAPTERS)}") from None
-    return cls(spec, client, read_log=read_log, state=state)
+    return adapter_class(spec)(spec, client, read_log=read_log, state=state)
 
 
 def detect_engine(adapter: EngineAdapter) -> Fact:
     """Which engine answers: SGLang has /server_info (or /get_server_info); vLLM has /version and
     `owned_by: "vllm"` model cards; anything else is a plain OpenAI-compatible server."""
     owners = sorted({str(card.get("owned_by", "")) for card in adapter.model_cards})
-    for path in ("/server_info", "/get_server_info"):
+    for path in SERVER_INFO_PATHS:
         response = adapter.request("GET", path)
         if response.status_code == 200:
             try:

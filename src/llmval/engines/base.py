@@ -61,6 +61,32 @@ class KvEvidence:
     quote: str = ""
 
 
+@dataclass(frozen=True)
+class LoadCounters:
+    """The `/metrics` names a perf window reads: tokens generated, requests finished, running and waiting
+    (None: the engine exposes no such metric, so that part of the window is not countable)."""
+
+    generation_tokens: str | None = None
+    finished_requests: str | None = None
+    running: str | None = None
+    waiting: str | None = None
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """Speculative acceptance over the traffic between two `/metrics` scrapes (one computation per engine,
+    used by the serving check and by every perf window)."""
+
+    length: float | None
+    """Mean tokens per verify step (1 + accepted per draft); None when the drafter never ran in the window."""
+    rate: float | None
+    """Accepted / proposed draft tokens, where the engine counts proposals; else None."""
+    source: str
+    quote: str = ""
+    missing: str = ""
+    """Non-empty when the engine exposes no acceptance counters: what is missing and how to expose it."""
+
+
 @dataclass
 class EndpointState:
     """Whether the endpoint still answers; shared by every adapter of one endpoint in a run."""
@@ -84,9 +110,26 @@ class StreamedChat:
 
 
 class EngineAdapter:
-    """Facts of one endpoint. Subclasses: SglangAdapter, VllmAdapter, OpenAIAdapter."""
+    """Facts of one endpoint. Subclasses: SglangAdapter, VllmAdapter; this base is the plain OpenAI server.
+
+    Class-level knowledge (usable without an endpoint, e.g. by `llmval.load` and `llmval.needle`):
+    `kind`, `has_version`, `load_counters`, `acceptance`, `identity_info_paths`/`identity_extras`,
+    `tokenize_form`, `thinking_off` and `honours_ignore_eos`.
+    """
 
     kind: ClassVar[str] = "openai"
+    has_version: ClassVar[bool] = False
+    """Whether the engine reports its version (`version` raises NotExposed otherwise)."""
+    load_counters: ClassVar[LoadCounters] = LoadCounters()
+    tokenize_form: ClassVar[str | None] = None
+    """How `POST /tokenize` counts a chat prompt: "chat" (takes `messages`, applies the chat template),
+    "prompt" (takes a prompt only; the template's overhead is measured separately) or None (no /tokenize)."""
+    thinking_off: ClassVar[dict] = {}
+    """Extra chat-request fields that turn a reasoning model's thinking off."""
+    honours_ignore_eos: ClassVar[bool] = False
+    """Whether the server honours `ignore_eos` (every request then generates exactly `max_tokens`)."""
+    identity_info_paths: ClassVar[tuple[str, ...]] = ()
+    """GET paths (first that answers 200) whose JSON `identity_extras` reads into a perf server identity."""
 
     def __init__(self, spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
                  state: EndpointState | None = None):
@@ -308,8 +351,24 @@ class EngineAdapter:
         """Counters to diff around this run's own traffic (see `accept_length`)."""
         raise self._not_exposed("speculative acceptance counters")
 
+    @classmethod
+    def acceptance(cls, before: Metrics, after: Metrics) -> Acceptance:
+        """Speculative acceptance between two scrapes (the one computation; engines override it)."""
+        return Acceptance(None, None, "/metrics", missing=f"engine {cls.kind!r} exposes no speculative "
+                                                          "acceptance counters")
+
     def accept_length(self, before: Metrics, after: Metrics) -> Fact:
-        raise self._not_exposed("speculative acceptance length")
+        """`acceptance` as a Fact (length rounded to 3 places); NotExposed when the counters are absent."""
+        found = self.acceptance(before, after)
+        if found.missing:
+            raise NotExposed(f"[{self.spec.name}] {found.missing}")
+        return Fact(None if found.length is None else round(found.length, 3), found.source, found.quote)
+
+    @classmethod
+    def identity_extras(cls, info: dict | None, metrics: Metrics | None) -> dict:
+        """Engine-specific parts of a perf server identity (see `llmval.load.server_identity`): from the
+        JSON of the first `identity_info_paths` that answered, and from one `/metrics` scrape."""
+        return {}
 
 
 def resolve_auto(raw: str, model_dtype: str | None) -> str | None:

@@ -12,14 +12,20 @@ import functools
 import re
 
 from ..errors import EndpointError
-from .base import EngineAdapter, Fact, KvEvidence, NotExposed
+from .base import Acceptance, EngineAdapter, Fact, KvEvidence, NotExposed
 from .logs import SglangLogFacts, normalize_dtype, parse_sglang_log
 from .metrics import Metrics, delta
 
+# Every SGLang metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
 SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"
 GENERATION_TOKENS = "sglang:generation_tokens"
 SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"
 ALLOC_DTYPE_SINCE = (0, 5, 23)
+SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
+# /server_info keys that make two SGLang deployments comparable in perf (the perf server identity).
+IDENTITY_INFO_KEYS = ("model_path", "tp_size", "dp_size", "ep_size", "kv_cache_dtype", "speculative_algorithm",
+                      "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
+                      "attention_backend", "version")
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -66,11 +72,25 @@ class SglangAdapter(EngineAdapter):
     """Facts of an SGLang endpoint."""
 
     kind = "sglang"
+    has_version = True
+    # load_counters: none declared yet. SGLang's request gauges and generated-token counter are not yet
+    # checked against a real scrape under data parallelism, so perf windows count no other traffic here.
+    tokenize_form = "prompt"
+    thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
+    honours_ignore_eos = True
+    identity_info_paths = SERVER_INFO_PATHS
+
+    @classmethod
+    def identity_extras(cls, info: dict | None, metrics: Metrics | None) -> dict:
+        """The performance-relevant `/server_info` keys (parallelism, KV dtype, speculative settings)."""
+        if info is None:
+            return {}
+        return {"server_info": {k: info.get(k) for k in IDENTITY_INFO_KEYS if k in info}}
 
     @functools.cached_property
     def server_info(self) -> dict:
         """GET /server_info, or /get_server_info on servers that predate it (404)."""
-        for path in ("/server_info", "/get_server_info"):
+        for path in SERVER_INFO_PATHS:
             response = self.request("GET", path)
             if response.status_code == 404:
                 continue
@@ -197,21 +217,23 @@ class SglangAdapter(EngineAdapter):
     def acceptance_snapshot(self) -> Metrics:
         return self.metrics()
 
-    def accept_length(self, before: Metrics, after: Metrics) -> Fact:
-        """Over this run's traffic: Δgeneration_tokens / Δspec_verify_calls (0.5.23); else the
-        `sglang:spec_accept_length` gauge after the traffic, which covers the last 40-step window only."""
+    @classmethod
+    def acceptance(cls, before: Metrics, after: Metrics) -> Acceptance:
+        """Over the window: Δgeneration_tokens / Δspec_verify_calls (0.5.23); else the
+        `sglang:spec_accept_length` gauge after the traffic, which covers the last 40-step window only.
+        SGLang counts no proposed draft tokens, so there is no acceptance rate."""
         tokens, verifies = delta(before, after, GENERATION_TOKENS), delta(before, after, SPEC_VERIFY_CALLS)
         if tokens is not None and verifies:
-            return Fact(round(tokens / verifies, 3), "/metrics Δgeneration_tokens/Δspec_verify_calls",
-                        f"Δ{GENERATION_TOKENS}={tokens:g}, Δ{SPEC_VERIFY_CALLS}={verifies:g}")
+            return Acceptance(tokens / verifies, None, "/metrics Δgeneration_tokens/Δspec_verify_calls",
+                              f"Δ{GENERATION_TOKENS}={tokens:g}, Δ{SPEC_VERIFY_CALLS}={verifies:g}")
         gauge = after.total(SPEC_ACCEPT_LENGTH)
         if gauge is None:
-            raise NotExposed(f"[{self.spec.name}] /metrics has no {SPEC_ACCEPT_LENGTH} (needs --enable-metrics "
-                             "and speculative decoding)")
+            return Acceptance(None, None, "/metrics", missing=f"/metrics has no {SPEC_ACCEPT_LENGTH} (needs "
+                              "--enable-metrics and speculative decoding)")
         if not tokens:
-            return Fact(None, f"/metrics {SPEC_ACCEPT_LENGTH}", "no tokens generated between the scrapes")
-        return Fact(round(gauge, 3), f"/metrics {SPEC_ACCEPT_LENGTH} (last 40-step window, after this run's "
-                    f"{tokens:g} generated tokens)", f"{SPEC_ACCEPT_LENGTH} {gauge:g}")
+            return Acceptance(None, None, f"/metrics {SPEC_ACCEPT_LENGTH}", "no tokens generated between the scrapes")
+        return Acceptance(gauge, None, f"/metrics {SPEC_ACCEPT_LENGTH} (last 40-step window, after this run's "
+                          f"{tokens:g} generated tokens)", f"{SPEC_ACCEPT_LENGTH} {gauge:g}")
 
 
 def _sglang_resolved(raw: str) -> str | None:

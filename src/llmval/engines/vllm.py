@@ -10,20 +10,40 @@ from __future__ import annotations
 import functools
 
 from ..errors import EndpointError, ParseError
-from .base import EngineAdapter, Fact, KvEvidence, NotExposed, resolve_auto
+from .base import Acceptance, EngineAdapter, Fact, KvEvidence, LoadCounters, NotExposed, resolve_auto
 from .logs import Unparsed, VllmLogFacts, normalize_dtype, parse_vllm_log
 from .metrics import Metrics, delta
 
+# Every vLLM metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
+GENERATION_TOKENS = "vllm:generation_tokens"
+REQUEST_SUCCESS = "vllm:request_success"
+REQUESTS_RUNNING = "vllm:num_requests_running"
+REQUESTS_WAITING = "vllm:num_requests_waiting"
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
 SPEC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+# vllm:cache_config_info labels that change performance; the rest (block counts) vary with memory.
+IDENTITY_CACHE_LABELS = ("cache_dtype", "block_size", "enable_prefix_caching", "kv_cache_memory_bytes")
 
 
 class VllmAdapter(EngineAdapter):
     """Facts of a vLLM endpoint."""
 
     kind = "vllm"
+    has_version = True
+    load_counters = LoadCounters(generation_tokens=GENERATION_TOKENS, finished_requests=REQUEST_SUCCESS,
+                                 running=REQUESTS_RUNNING, waiting=REQUESTS_WAITING)
+    tokenize_form = "chat"
+    thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
+    honours_ignore_eos = True
+
+    @classmethod
+    def identity_extras(cls, info: dict | None, metrics: Metrics | None) -> dict:
+        """The performance-relevant labels of `vllm:cache_config_info` (KV dtype, block size, prefix caching)."""
+        for labels in metrics.labels(CACHE_CONFIG_INFO) if metrics is not None else []:
+            return {"cache": {k: labels[k] for k in IDENTITY_CACHE_LABELS if k in labels}}
+        return {}
 
     @functools.cached_property
     def version(self) -> Fact:
@@ -179,13 +199,17 @@ class VllmAdapter(EngineAdapter):
     def acceptance_snapshot(self) -> Metrics:
         return self.metrics()
 
-    def accept_length(self, before: Metrics, after: Metrics) -> Fact:
-        """Mean acceptance length over the traffic between two scrapes: 1 + Δaccepted / Δdrafts."""
+    @classmethod
+    def acceptance(cls, before: Metrics, after: Metrics) -> Acceptance:
+        """vLLM's `fetch_spec_decode_metrics` over the window: length = 1 + Δaccepted/Δdrafts,
+        rate = Δaccepted/Δdraft_tokens."""
         drafts, accepted = delta(before, after, SPEC_DRAFTS), delta(before, after, SPEC_ACCEPTED)
         if drafts is None or accepted is None:
-            raise NotExposed(f"[{self.spec.name}] /metrics has no {SPEC_DRAFTS}/{SPEC_ACCEPTED} "
-                             "(registered only when speculative decoding is configured)")
+            return Acceptance(None, None, "/metrics", missing=f"/metrics has no {SPEC_DRAFTS}/{SPEC_ACCEPTED} "
+                              "(registered only when speculative decoding is configured)")
+        draft_tokens = delta(before, after, SPEC_DRAFT_TOKENS)
+        rate = accepted / draft_tokens if draft_tokens else None
         if drafts <= 0:
-            return Fact(None, "/metrics spec_decode deltas", f"Δdrafts={drafts:g}: the drafter never ran")
-        return Fact(round(1 + accepted / drafts, 3), "/metrics 1 + Δaccepted/Δdrafts",
-                    f"Δ{SPEC_ACCEPTED}={accepted:g}, Δ{SPEC_DRAFTS}={drafts:g}")
+            return Acceptance(None, rate, "/metrics spec_decode deltas", f"Δdrafts={drafts:g}: the drafter never ran")
+        return Acceptance(1 + accepted / drafts, rate, "/metrics 1 + Δaccepted/Δdrafts",
+                          f"Δ{SPEC_ACCEPTED}={accepted:g}, Δ{SPEC_DRAFTS}={drafts:g}")

@@ -6,12 +6,12 @@ TTFT at the first chunk with choices, per-chunk ITL, E2E to the last chunk, toke
 the input length, unique per request and per run (`_prompts`, calibrated with the server's
 `/tokenize`). `_stats` turns the requests into vLLM's metrics (TPOT, decode tok/s = 1000 / median
 TPOT, output throughput, numpy-linear percentiles); `_engine` reads the server's identity and its
-counters around the run (speculative acceptance, other traffic); `_baseline` stores and compares runs
-per server identity; `_plot` draws a run against its baseline.
+counters around the run through the engine's adapter class (speculative acceptance, other traffic);
+`_baseline` stores and compares runs per server identity; `_plot` draws a run against its baseline.
 
     run = await run_load(client, Workload(model="smollm2", input_len=128, output_len=64,
                                           concurrency=1, num_requests=10, warmup_requests=2),
-                         endpoint="local-vllm")
+                         endpoint="local-vllm", engine=adapter_class(endpoint_spec))
     run.metrics.decode_tok_s, run.metrics.output_throughput, run.metrics.failed
 """
 

@@ -1,13 +1,19 @@
 """What the engine says about itself: its identity (the baseline key) and its counters around a run.
 
+Everything engine-specific comes from the engine's adapter class (`llmval.engines`): which `/metrics`
+names count generated tokens and queued requests, how speculative acceptance is computed, and which
+engine endpoints describe the deployment. `/metrics` is parsed by the one Prometheus parser
+(`llmval.engines.metrics.parse_metrics`).
+
 `server_identity` collects what makes two deployments comparable (engine and version, model and
 its path, context length, KV-cache dtype/block size/prefix caching, speculative config) and hashes it
 into `server_key`; a baseline is only ever compared with a run of the same key.
 
-`EngineCounters` are `/metrics` samples taken before and after a run. Their deltas give the
-speculative acceptance over exactly that window (vLLM's `fetch_spec_decode_metrics`: length =
-1 + Δaccepted/Δdrafts, rate = Δaccepted/Δdraft_tokens) and reveal *other* traffic: generated tokens
-the engine counted beyond this run's own say someone else was loading the server.
+`EngineCounters` are `/metrics` scrapes taken before and after a run. Their deltas give the
+speculative acceptance over exactly that window (the adapter's `acceptance`; for vLLM its
+`fetch_spec_decode_metrics`: length = 1 + Δaccepted/Δdrafts, rate = Δaccepted/Δdraft_tokens) and reveal
+*other* traffic: generated tokens the engine counted beyond this run's own say someone else was loading
+the server.
 """
 
 from __future__ import annotations
@@ -17,15 +23,10 @@ import json
 from dataclasses import dataclass
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
-from ..errors import EndpointError, ParseError
-
-# vllm:cache_config_info labels that change performance; the rest (block counts) vary with memory.
-CACHE_LABELS = ("cache_dtype", "block_size", "enable_prefix_caching", "kv_cache_memory_bytes")
-SGLANG_INFO_KEYS = ("model_path", "tp_size", "dp_size", "ep_size", "kv_cache_dtype", "speculative_algorithm",
-                    "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
-                    "attention_backend", "version")
+from ..engines import EngineAdapter
+from ..engines.metrics import Metrics, parse_metrics
+from ..errors import EndpointError
 
 
 async def _get(client: httpx.AsyncClient, path: str, endpoint: str) -> httpx.Response | None:
@@ -36,47 +37,35 @@ async def _get(client: httpx.AsyncClient, path: str, endpoint: str) -> httpx.Res
     return response if response.status_code == 200 else None
 
 
-Sample = tuple[str, dict[str, str], float]
-
-
-def parse_samples(text: str, source: str = "/metrics") -> list[Sample]:
-    """Prometheus text → [(name, labels, value)]; counters keep their `_total` sample name."""
-    try:
-        return [(sample.name, dict(sample.labels), float(sample.value))
-                for family in text_string_to_metric_families(text) for sample in family.samples]
-    except ValueError as error:
-        raise ParseError(source, f"not Prometheus text format: {error}", text[:200]) from None
-
-
-def _sum(samples: list[Sample], name: str) -> float | None:
-    values = [value for sample_name, _, value in samples if sample_name == name]
-    return sum(values) if values else None
-
-
 @dataclass(frozen=True)
 class EngineCounters:
-    """The engine's cumulative counters at one moment (None where the engine has no such counter)."""
+    """One `/metrics` scrape read through the engine's adapter (None where it has no such counter)."""
 
-    generation_tokens: float | None
-    finished_requests: float | None
-    running: float | None
-    waiting: float | None
-    spec_drafts: float | None
-    spec_draft_tokens: float | None
-    spec_accepted_tokens: float | None
+    engine: type[EngineAdapter]
+    metrics: Metrics
+
+    def _total(self, name: str | None) -> float | None:
+        return None if name is None else self.metrics.total(name)
+
+    @property
+    def generation_tokens(self) -> float | None:
+        return self._total(self.engine.load_counters.generation_tokens)
+
+    @property
+    def finished_requests(self) -> float | None:
+        return self._total(self.engine.load_counters.finished_requests)
+
+    @property
+    def running(self) -> float | None:
+        return self._total(self.engine.load_counters.running)
+
+    @property
+    def waiting(self) -> float | None:
+        return self._total(self.engine.load_counters.waiting)
 
     @classmethod
-    def from_text(cls, text: str) -> EngineCounters:
-        s = parse_samples(text)
-        return cls(
-            generation_tokens=_sum(s, "vllm:generation_tokens_total"),
-            finished_requests=_sum(s, "vllm:request_success_total"),
-            running=_sum(s, "vllm:num_requests_running"),
-            waiting=_sum(s, "vllm:num_requests_waiting"),
-            spec_drafts=_sum(s, "vllm:spec_decode_num_drafts_total"),
-            spec_draft_tokens=_sum(s, "vllm:spec_decode_num_draft_tokens_total"),
-            spec_accepted_tokens=_sum(s, "vllm:spec_decode_num_accepted_tokens_total"),
-        )
+    def from_text(cls, text: str, engine: type[EngineAdapter]) -> EngineCounters:
+        return cls(engine, parse_metrics(text))
 
     @property
     def is_idle(self) -> bool | None:
@@ -85,10 +74,10 @@ class EngineCounters:
         return self.running + self.waiting == 0
 
 
-async def read_counters(client: httpx.AsyncClient, endpoint: str) -> EngineCounters | None:
+async def read_counters(client: httpx.AsyncClient, endpoint: str, engine: type[EngineAdapter]) -> EngineCounters | None:
     """The engine's counters now, or None when it has no Prometheus /metrics."""
     response = await _get(client, "/metrics", endpoint)
-    return EngineCounters.from_text(response.text) if response is not None else None
+    return EngineCounters.from_text(response.text, engine) if response is not None else None
 
 
 @dataclass(frozen=True)
@@ -99,6 +88,8 @@ class WindowDeltas:
     finished_requests: float | None
     spec_acceptance_length: float | None
     spec_acceptance_rate: float | None
+    spec_acceptance_note: str = "no /metrics scrapes around the window"
+    """Where the acceptance came from (the adapter's source and quote), or why there is none."""
 
     def foreign_tokens(self, own_tokens: int) -> float | None:
         """Tokens generated in the window that this run did not ask for (None if not countable)."""
@@ -112,19 +103,23 @@ def window_deltas(before: EngineCounters | None, after: EngineCounters | None) -
         a, b = getattr(after, name), getattr(before, name)
         return None if a is None or b is None else a - b
 
-    drafts, draft_tokens, accepted = delta("spec_drafts"), delta("spec_draft_tokens"), delta("spec_accepted_tokens")
+    if before is None or after is None:
+        return WindowDeltas(None, None, None, None)
+    accepted = after.engine.acceptance(before.metrics, after.metrics)
+    note = accepted.missing or f"{accepted.source}: {accepted.quote}".rstrip(": ")
     return WindowDeltas(
         generation_tokens=delta("generation_tokens"),
         finished_requests=delta("finished_requests"),
-        spec_acceptance_length=(1 + accepted / drafts) if drafts and accepted is not None else None,
-        spec_acceptance_rate=(accepted / draft_tokens) if draft_tokens and accepted is not None else None,
+        spec_acceptance_length=accepted.length,
+        spec_acceptance_rate=accepted.rate,
+        spec_acceptance_note=note,
     )
 
 
-async def server_identity(client: httpx.AsyncClient, *, endpoint: str, engine: str, base_url: str,
+async def server_identity(client: httpx.AsyncClient, *, endpoint: str, engine: type[EngineAdapter], base_url: str,
                           declared: dict | None = None) -> dict:
     """What makes runs of this server comparable; `server_key(identity)` is its short hash."""
-    identity: dict = {"endpoint": endpoint, "engine": engine, "base_url": base_url}
+    identity: dict = {"endpoint": endpoint, "engine": engine.kind, "base_url": base_url}
     if (models := await _get(client, "/v1/models", endpoint)) is not None:
         identity["models"] = sorted(
             ({k: m.get(k) for k in ("id", "root", "max_model_len")} for m in models.json().get("data", [])),
@@ -134,17 +129,15 @@ async def server_identity(client: httpx.AsyncClient, *, endpoint: str, engine: s
             identity["version"] = version.json().get("version")
         except ValueError:
             identity["version"] = version.text[:80]
-    if engine == "sglang":
-        for path in ("/server_info", "/get_server_info"):
-            if (info := await _get(client, path, endpoint)) is not None:
-                body = info.json()
-                identity["server_info"] = {k: body.get(k) for k in SGLANG_INFO_KEYS if k in body}
-                break
-    if (metrics := await _get(client, "/metrics", endpoint)) is not None:
-        for name, labels, _ in parse_samples(metrics.text):
-            if name == "vllm:cache_config_info":
-                identity["cache"] = {k: labels[k] for k in CACHE_LABELS if k in labels}
-                break
+    info = None
+    for path in engine.identity_info_paths:
+        if (answer := await _get(client, path, endpoint)) is not None:
+            info = answer.json()
+            break
+    metrics = None
+    if (scrape := await _get(client, "/metrics", endpoint)) is not None:
+        metrics = parse_metrics(scrape.text)
+    identity.update(engine.identity_extras(info, metrics))
     if declared:
         identity["declared"] = declared
     return identity

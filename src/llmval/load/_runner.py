@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 import httpx
 
+from ..engines import EngineAdapter
 from ..errors import LlmvalError
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
@@ -100,12 +101,14 @@ async def _run_batch(client: httpx.AsyncClient, payloads: list[dict], concurrenc
     return list(await asyncio.gather(*(limited(p) for p in payloads)))
 
 
-async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: str,
+async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: str, engine: type[EngineAdapter],
                    prompts: list[Prompt] | None = None, nonce: str | None = None,
                    clock: Clock = time.perf_counter, metrics_client: httpx.AsyncClient | None = None,
                    before_window: Callable[[], Awaitable[None]] | None = None) -> LoadRun:
     """Warm up, then run `workload` against `client`'s server; prompts are built unless given.
 
+    `engine` is the server's adapter class (`llmval.engines.adapter_class`): it names the counters read
+    around the measured window and computes speculative acceptance over it.
     `before_window` is awaited between the warmup and the measured window (e.g. wait for an idle server).
     """
     nonce = nonce or secrets.token_hex(4)
@@ -122,11 +125,11 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
     if before_window is not None:
         await before_window()
     counters_client = metrics_client or client
-    before: EngineCounters | None = await read_counters(counters_client, endpoint)
+    before: EngineCounters | None = await read_counters(counters_client, endpoint, engine)
     started = clock()
     records = await _run_batch(client, payloads[workload.warmup_requests:], workload.concurrency, clock)
     duration = clock() - started
-    after = await read_counters(counters_client, endpoint)
+    after = await read_counters(counters_client, endpoint, engine)
     return LoadRun(endpoint=endpoint, workload=workload, nonce=nonce, records=records, warmup=warmup,
                    metrics=compute_metrics(records, duration), engine=window_deltas(before, after),
                    prompt_tokens_expected=[p.tokens for p in prompts[workload.warmup_requests:total]])

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import httpx
 
+from ..engines import adapter_class
 from ..errors import LlmvalError
 from ..inventory import EndpointSpec, NiahSpec
 from .builder import TokenCounter
@@ -107,7 +108,7 @@ class NiahRunner:
                              n_units=self._units.get(shared_key) if shared_key else None)
         if shared_key:
             self._units.setdefault(shared_key, prompt.n_units)
-        answer = ask(self.client, endpoint=self.endpoint.name, engine=self.endpoint.engine,
+        answer = ask(self.client, endpoint=self.endpoint.name, engine=adapter_class(self.endpoint),
                      model=self.endpoint.model, messages=prompt.messages, max_tokens=self.spec.max_tokens)
         score = score_answer(answer.content, prompt.expected, prompt.kind, prompt.planted)
         return TrialResult(trial=trial, seed=prompt.seed, prompt_sha256=prompt.sha256, expected=prompt.expected,

@@ -1,8 +1,9 @@
 """The two HTTP exchanges NIAH needs: count prompt tokens with the server's tokenizer, and ask.
 
-vLLM's `POST /tokenize` accepts chat `messages` and applies the served chat template, so its count is
-exactly the prompt the model sees. SGLang's `/tokenize` takes a prompt only; there the chat template's
-overhead is measured once (one 1-token chat request) and added to the content's count.
+The engine's adapter class says how its `POST /tokenize` counts (`tokenize_form`): "chat" (vLLM: it
+accepts chat `messages` and applies the served chat template, so its count is exactly the prompt the
+model sees) or "prompt" (SGLang: a prompt only; the chat template's overhead is measured once with one
+1-token chat request and added to the content's count).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 
 import httpx
 
+from ..engines import ADAPTERS, EngineAdapter
 from ..errors import EndpointError
 from ..http import get_json
 
@@ -40,10 +42,11 @@ def _count(data: object, endpoint: str, path: str) -> int:
 class ServerTokenCounter:
     """Counts a chat prompt's tokens with the endpoint's own tokenizer (a `TokenCounter`)."""
 
-    def __init__(self, client: httpx.Client, *, endpoint: str, engine: str, model: str):
-        if engine not in {"vllm", "sglang"}:
-            raise EndpointError(f"[{endpoint}] engine '{engine}' has no /tokenize to calibrate NIAH lengths with; "
-                                "valid: ['sglang', 'vllm']")
+    def __init__(self, client: httpx.Client, *, endpoint: str, engine: type[EngineAdapter], model: str):
+        if engine.tokenize_form is None:
+            valid = sorted(kind for kind, cls in ADAPTERS.items() if cls.tokenize_form is not None)
+            raise EndpointError(f"[{endpoint}] engine '{engine.kind}' has no /tokenize to calibrate NIAH lengths "
+                                f"with; valid: {valid}")
         self._client, self._endpoint, self._engine, self._model = client, endpoint, engine, model
         self._overhead: int | None = None
         self.calls = 0
@@ -65,18 +68,17 @@ class ServerTokenCounter:
         return self._overhead
 
     def __call__(self, messages: list[dict]) -> int:
-        if self._engine == "vllm":
+        if self._engine.tokenize_form == "chat":
             return self._tokenize({"model": self._model, "messages": messages, "add_generation_prompt": True})
         content = "".join(str(m["content"]) for m in messages)
         return self._tokenize({"model": self._model, "prompt": content}) + self.chat_overhead()
 
 
-def ask(client: httpx.Client, *, endpoint: str, engine: str, model: str, messages: list[dict],
+def ask(client: httpx.Client, *, endpoint: str, engine: type[EngineAdapter], model: str, messages: list[dict],
         max_tokens: int) -> Answer:
-    """One chat completion at temperature 0 with thinking off; the answer's text and usage."""
-    body: dict = {"model": model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
-    if engine in {"vllm", "sglang"}:
-        body["chat_template_kwargs"] = {"enable_thinking": False}
+    """One chat completion at temperature 0 with thinking off (as the engine turns it off); text and usage."""
+    body: dict = {"model": model, "messages": messages, "temperature": 0, "max_tokens": max_tokens,
+                  **engine.thinking_off}
     started = time.monotonic()
     data = get_json(client, "/v1/chat/completions", endpoint=endpoint, method="POST", json_body=body)
     elapsed = time.monotonic() - started

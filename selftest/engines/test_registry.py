@@ -1,0 +1,105 @@
+"""One room per engine: the registry matches the inventory's choices, the perf window and the serving check
+share one acceptance computation, load counters and the perf server identity come from the adapter, and no
+code outside `llmval.engines` (and the inventory models) compares engine names."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import typing
+
+import httpx
+import pytest
+
+from llmval.engines import ADAPTERS, EngineAdapter, SglangAdapter, VllmAdapter, adapter_class, adapter_for
+from llmval.engines.metrics import parse_metrics
+from llmval.inventory import EndpointSpec
+from llmval.load import EngineCounters, server_identity, window_deltas
+from selftest.engines import fake_sglang
+from selftest.strategies import ROOT
+
+REAL_VLLM = ROOT / "selftest" / "data" / "engines" / "REAL-vllm-0.32.0-cpu-metrics.txt"
+ENGINE_NAME_COMPARISON_RE = re.compile(
+    r"""(==|!=|\bin\b|\bnot in\b)\s*[\[({]?\s*["'](vllm|sglang|openai|trtllm)["']"""
+    r"""|["'](vllm|sglang|openai|trtllm)["']\s*(==|!=|\bin\b)""")
+
+
+def test_registry_kinds_are_the_inventory_engine_choices():
+    choices = typing.get_args(EndpointSpec.model_fields["engine"].annotation)
+    assert sorted(ADAPTERS) == sorted(choices)
+    assert all(cls.kind == kind for kind, cls in ADAPTERS.items())
+
+
+def test_unknown_engine_names_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown engine 'trtllm'; valid: \['openai', 'sglang', 'vllm'\]"):
+        adapter_class("trtllm")
+
+
+VLLM_BEFORE = ("vllm:spec_decode_num_drafts_total 100\nvllm:spec_decode_num_accepted_tokens_total 150\n"
+               "vllm:spec_decode_num_draft_tokens_total 400\n")
+VLLM_AFTER = ("vllm:spec_decode_num_drafts_total 300\nvllm:spec_decode_num_accepted_tokens_total 550\n"
+              "vllm:spec_decode_num_draft_tokens_total 1200\n")
+SGLANG_BEFORE = "sglang:generation_tokens_total 1000\nsglang:spec_verify_calls_total 400\n"
+SGLANG_AFTER = "sglang:generation_tokens_total 1600\nsglang:spec_verify_calls_total 700\n"
+
+
+@pytest.mark.parametrize(("engine", "before", "after", "length", "rate"), [
+    (VllmAdapter, VLLM_BEFORE, VLLM_AFTER, 3.0, 0.5),
+    (SglangAdapter, SGLANG_BEFORE, SGLANG_AFTER, 2.0, None),
+])
+def test_perf_window_and_serving_check_use_one_acceptance_computation(engine, before, after, length, rate):
+    spec = EndpointSpec(name="ep", platform="p", base_url="http://engine.test:1", engine=engine.kind, model="m")
+    adapter = adapter_for(spec, httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(404))))
+    fact = adapter.accept_length(parse_metrics(before), parse_metrics(after))
+    window = window_deltas(EngineCounters.from_text(before, engine), EngineCounters.from_text(after, engine))
+    assert fact.value == window.spec_acceptance_length == length
+    assert window.spec_acceptance_rate == rate
+    assert fact.source in window.spec_acceptance_note
+
+
+def test_window_without_acceptance_counters_says_what_is_missing():
+    window = window_deltas(EngineCounters.from_text("", VllmAdapter), EngineCounters.from_text("", VllmAdapter))
+    assert window.spec_acceptance_length is None
+    assert "vllm:spec_decode_num_drafts" in window.spec_acceptance_note
+
+
+def test_load_counters_read_a_real_vllm_scrape_by_the_adapters_names():
+    counters = EngineCounters.from_text(REAL_VLLM.read_text(), VllmAdapter)
+    assert (counters.generation_tokens, counters.finished_requests, counters.running, counters.waiting) \
+        == (4260.0, 110.0, 4.0, 0.0)
+    assert counters.is_idle is False
+    plain = EngineCounters.from_text(REAL_VLLM.read_text(), EngineAdapter)  # a plain OpenAI server: nothing countable
+    assert plain.generation_tokens is None and plain.is_idle is None
+
+
+def _identity(engine: type[EngineAdapter], handler) -> dict:
+    async def go() -> dict:
+        async with httpx.AsyncClient(base_url="http://engine.test:1", transport=httpx.MockTransport(handler)) as c:
+            return await server_identity(c, endpoint="ep", engine=engine, base_url="http://engine.test:1")
+    return asyncio.run(go())
+
+
+def test_perf_identity_reads_each_engines_own_facts():
+    sglang = _identity(SglangAdapter, fake_sglang.handler("healthy"))
+    assert sglang["engine"] == "sglang" and sglang["server_info"]["tp_size"] == 4 and "cache" not in sglang
+
+    def vllm(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/metrics":
+            return httpx.Response(200, text=REAL_VLLM.read_text())
+        return httpx.Response(404)
+
+    identity = _identity(VllmAdapter, vllm)
+    assert identity["cache"]["cache_dtype"] == "auto" and "server_info" not in identity
+
+
+def test_no_engine_name_comparison_outside_the_adapters():
+    offenders = []
+    for folder in ("src/llmval", "fixtures", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative.startswith(("src/llmval/engines/", "src/llmval/inventory/")):
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if ENGINE_NAME_COMPARISON_RE.search(line):
+                    offenders.append(f"{relative}:{number}: {line.strip()}")
+    assert not offenders, "engine knowledge belongs in the adapter (llmval.engines):\n" + "\n".join(offenders)
