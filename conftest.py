@@ -11,6 +11,7 @@ pytest_plugins = [
     "fixtures.launch",
     "fixtures.reporting",
     "fixtures.accuracy",
+    "fixtures.agentic",
     "fixtures.perf",
     "fixtures.blockers",
 ]

@@ -23,7 +23,8 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    └── PortInUse          (llmval.launch) the endpoint's port was taken before launch
      ├── OtherLoad           (llmval.load) other clients loaded the server during every perf measurement attempt
  ├── BudgetError         (llmval.needle) a needle-in-a-haystack prompt cannot fit its token budget
-     └── CellNotMeasured     (llmval.needle) a grid cell was not measured (time budget spent, request failed)
+     ├── CellNotMeasured     (llmval.needle) a grid cell was not measured (time budget spent, request failed)
+     └── TranscriptError     (llmval.agentic) an agent transcript cannot be built as asked
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `load_inventory(path)` reads and validates it; any problem becomes one `InventoryError` naming the
 file, the key path and the reason. Sections: `[deployment]`, `[[hosts]]`, `[[endpoints]]`,
-`[[perf]]`, `[[niah]]`, `[launch]`, `[[decisions]]`, `[[blockers]]`.
+`[[perf]]`, `[[niah]]`, `[[agentic]]`, `[launch]`, `[[decisions]]`, `[[blockers]]`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from ..errors import InventoryError
 from ._base import Spec
-from .accuracy import NiahSpec
+from .accuracy import AgenticSpec, NiahSpec
 from .hosts import (
     DockerTransport,
     EnvSpec,
@@ -39,6 +39,7 @@ from .report import BlockerSpec, DecisionSpec, DeploymentSpec
 from .serving import EndpointSpec, ServingExpect, SpeculativeSpec, ToolCallGates
 
 __all__ = [
+    "AgenticSpec",
     "BlockerSpec",
     "DecisionSpec",
     "DeploymentSpec",
@@ -85,6 +86,7 @@ class Inventory(Spec):
     endpoints: list[EndpointSpec] = []
     perf: list[PerfSpec] = []
     niah: list[NiahSpec] = []
+    agentic: list[AgenticSpec] = []
     launch: LaunchSpec | None = None
     decisions: list[DecisionSpec] = []
     blockers: list[BlockerSpec] = []
@@ -108,7 +110,7 @@ class Inventory(Spec):
         for ep in self.endpoints:
             if ep.host is not None and ep.host not in host_names:
                 problems.append(f"endpoints '{ep.name}': host '{ep.host}' is not a host; hosts: {host_names}")
-        for section, gates in (("perf", self.perf), ("niah", self.niah)):
+        for section, gates in (("perf", self.perf), ("niah", self.niah), ("agentic", self.agentic)):
             for gate in gates:
                 if gate.endpoint not in endpoint_names:
                     problems.append(

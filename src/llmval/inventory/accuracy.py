@@ -1,4 +1,4 @@
-"""Accuracy gates of an endpoint: the needle-in-a-haystack grid."""
+"""Accuracy gates of an endpoint: the needle-in-a-haystack grid and the long-context agentic tool-call grid."""
 
 from __future__ import annotations
 
@@ -67,4 +67,66 @@ class NiahSpec(Spec):
             raise ValueError(f"smoke_context_lengths {extra} are not in context_lengths {self.context_lengths}")
         if len(set(self.variants)) != len(self.variants) or len(set(self.values)) != len(self.values):
             raise ValueError("variants and values must not repeat")
+        return self
+
+
+NeedleKind = Literal["config", "signature", "error_code"]
+
+
+class AgenticSpec(Spec):
+    """The long-context agentic tool-call grid (context lengths × needle depths × needle kinds × modes).
+
+    Each prompt is an agent transcript (system prompt, task, prior tool calls with their results: file
+    listings, source files, configs, logs) built from `seed`; one tool result holds the needle (a config
+    value, a function signature, an error code) and others hold near-miss distractors. The final user turn
+    asks for one tool call whose argument must be that value, exactly. A cell is one request, streamed or not.
+    """
+
+    endpoint: str
+    name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$")
+    """Optional label, added to test ids, when one endpoint has several grids."""
+    context_lengths: list[int] = []
+    """Prompt lengths in tokens (by the server's /tokenize, tools included); empty: a spread up to the served
+    max_model_len. A length that leaves no room for `max_tokens` is filled to max_model_len - max_tokens - margin."""
+    depths: list[float] = [0.1, 0.5, 0.9]
+    """Where the tool result holding the needle sits among the prior steps (0 = first, 1 = last)."""
+    needles: list[NeedleKind] = ["config", "signature", "error_code"]
+    """config: a key's value in one config file (same key in another file, an older revision);
+    signature: a function's `def` line (same function in a legacy module, an older revision);
+    error_code: the code one worker logged for one job (another worker, a rotated older log)."""
+    modes: list[Literal["nonstream", "stream"]] = ["nonstream", "stream"]
+    seed: int = 0
+    tool_choice: Literal["auto", "required", "named"] = "auto"
+    """How the final call is asked for: "auto" as agent clients do; "required" or "named" (the tool by name)
+    constrain the call envelope, for models that do not choose tools on their own."""
+    min_overall: float = Field(0.95, ge=0, le=1)
+    """Minimum fraction of passing cells over the whole grid."""
+    all_pass_up_to: int | None = Field(None, ge=1)
+    """Every cell at or below this context length must pass; misses above it only count in min_overall.
+    A prompt the server rejects as longer than its context fails its cell whatever the length."""
+    max_tokens: int = Field(256, ge=16)
+    margin_tokens: int = Field(16, ge=0)
+    prompt_tokens_tolerance: float = Field(0.01, ge=0, le=0.5)
+    """usage.prompt_tokens must be within this fraction of the calibrated /tokenize count."""
+    budget_s: float | None = Field(None, gt=0)
+    """Wall-time bound of the grid; cells not started within it are errors (could not check)."""
+
+    @field_validator("depths")
+    @classmethod
+    def _depths_are_fractions(cls, depths: list[float]) -> list[float]:
+        return NiahSpec._depths_are_fractions(depths)
+
+    @field_validator("context_lengths")
+    @classmethod
+    def _lengths_are_distinct(cls, lengths: list[int]) -> list[int]:
+        if len(set(lengths)) != len(lengths) or any(n < 512 for n in lengths):
+            raise ValueError(f"context lengths must be distinct and at least 512 tokens (an agent transcript "
+                             f"needs room); got {lengths}")
+        return lengths
+
+    @model_validator(mode="after")
+    def _no_repeats(self) -> AgenticSpec:
+        if len(set(self.needles)) != len(self.needles) or len(set(self.modes)) != len(self.modes) or \
+                not self.needles or not self.modes:
+            raise ValueError("needles and modes must not be empty and must not repeat")
         return self

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 from collections.abc import Sequence
 
-from ..inventory.accuracy import NiahSpec
+from ..inventory.accuracy import AgenticSpec, NiahSpec
 from .builder import (
     Case,
     TokenCounter,
@@ -58,7 +58,7 @@ def default_context_lengths(max_model_len: int) -> list[int]:
     return [*lengths, max_model_len][-DEFAULT_MAX_CELLS_LENGTHS:]
 
 
-def target_tokens(spec: NiahSpec, length: int, max_model_len: int | None) -> int:
+def target_tokens(spec: NiahSpec | AgenticSpec, length: int, max_model_len: int | None) -> int:
     """The prompt budget of a cell: its length, capped so that the answer still fits max_model_len."""
     if max_model_len is None:
         return length
@@ -189,18 +189,22 @@ def prompt_token_offenders(spec: NiahSpec, results: Sequence[CellResult]) -> lis
     return out
 
 
-def evaluate_gates(spec: NiahSpec, results: Sequence[CellResult]) -> list[GateVerdict]:
-    """The inventory's gates over a fully measured grid: all cells up to N pass; overall pass rate."""
+def evaluate_gates(spec: NiahSpec | AgenticSpec, results: Sequence[CellResult], check_prefix: str = "accuracy.niah"
+                   ) -> list[GateVerdict]:
+    """The inventory's gates over a fully measured grid: all cells up to N pass; overall pass rate.
+
+    Any grid whose spec has `all_pass_up_to`/`min_overall` and whose results have `cell.length`,
+    `cell.id` and `is_pass` is judged the same way (the agentic grid uses `accuracy.agentic`)."""
     verdicts = []
     if spec.all_pass_up_to is not None:
         scope = [r for r in results if r.cell.length <= spec.all_pass_up_to]
         missed = tuple(r.cell.id for r in scope if not r.is_pass)
-        verdicts.append(GateVerdict("accuracy.niah.all_pass_up_to",
+        verdicts.append(GateVerdict(f"{check_prefix}.all_pass_up_to",
                                     f"every cell up to {spec.all_pass_up_to} tokens passes ({len(scope)} cells)",
                                     f"{len(scope) - len(missed)}/{len(scope)} pass", not missed, missed))
     passed = sum(r.is_pass for r in results)
     rate = passed / len(results) if results else 0.0
-    verdicts.append(GateVerdict("accuracy.niah.min_overall", f">= {spec.min_overall:.0%} of cells pass",
+    verdicts.append(GateVerdict(f"{check_prefix}.min_overall", f">= {spec.min_overall:.0%} of cells pass",
                                 f"{rate:.1%} ({passed}/{len(results)})", bool(results) and rate >= spec.min_overall,
                                 tuple(r.cell.id for r in results if not r.is_pass)))
     return verdicts

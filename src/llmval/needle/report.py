@@ -7,15 +7,18 @@ from pathlib import Path
 
 
 def write_grid_json(document: dict, reports_dir: Path) -> Path:
-    """Write reports/niah-<grid>.json; return its path."""
+    """Write reports/<artefact>-<grid>.json (artefact `niah` unless the document names another); return its path."""
     reports_dir.mkdir(parents=True, exist_ok=True)
-    path = reports_dir / f"niah-{document['grid']}.json"
+    path = reports_dir / f"{document.get('artefact', 'niah')}-{document['grid']}.json"
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
 
 
 def render_heatmap(document: dict, reports_dir: Path) -> Path:
-    """Write reports/niah-<grid>.png: one panel per (variant, value kind); depth × length, pass rate."""
+    """Write reports/<artefact>-<grid>.png: one panel per (variant, value kind); depth × length, pass rate.
+
+    Other grids (the agentic one) give `artefact`, `title`, `panels` ([variant, kind] pairs) and a per-cell
+    `label` in the document; NIAH documents need none of them."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -23,7 +26,8 @@ def render_heatmap(document: dict, reports_dir: Path) -> Path:
     from matplotlib.colors import ListedColormap
 
     lengths, depths = document["lengths"], document["depths"]
-    panels = [(v, k) for v in document["spec"]["variants"] for k in document["spec"]["values"]]
+    panels = [tuple(p) for p in document["panels"]] if document.get("panels") else \
+        [(v, k) for v in document["spec"]["variants"] for k in document["spec"]["values"]]
     by_cell = {(c["variant"], c["kind"], c["length"], c["depth"]): c for c in document["cells"]}
     width = max(7.0, 1.3 + 1.1 * len(lengths) * len(panels))
     fig, axes = plt.subplots(1, len(panels), figsize=(width, 2.0 + 0.5 * len(depths)), squeeze=False)
@@ -38,7 +42,8 @@ def render_heatmap(document: dict, reports_dir: Path) -> Path:
                     grid[i][j] = cell["pass_rate"]
                     n = len(cell["trials"])
                     passed = round(cell["pass_rate"] * n)
-                    label = ("pass" if cell["is_pass"] else "MISS") if n == 1 else f"{passed}/{n}"
+                    label = cell.get("label") or \
+                        (("pass" if cell["is_pass"] else "MISS") if n == 1 else f"{passed}/{n}")
                 elif cell is not None:
                     label = "error"
                 ax.text(j, i, label, ha="center", va="center", fontsize=8)
@@ -53,10 +58,12 @@ def render_heatmap(document: dict, reports_dir: Path) -> Path:
     verdict = "gates: " + ", ".join(f"{g['expected']}: {'ok' if g['ok'] else 'FAIL'}" for g in gates) \
         if gates else "gates: not judged (grid incomplete)"
     rate = summary["pass_rate"]
-    fig.suptitle(f"NIAH {document['grid']} ({document['model']}): {summary['passed']}/{summary['measured']} cells pass"
+    title = document.get("title", "NIAH")
+    fig.suptitle(f"{title} {document['grid']} ({document['model']}): "
+                 f"{summary['passed']}/{summary['measured']} cells pass"
                  f"{f' ({rate:.0%})' if rate is not None else ''}\n{verdict}", fontsize=9)
     fig.tight_layout()
-    path = reports_dir / f"niah-{document['grid']}.png"
+    path = reports_dir / f"{document.get('artefact', 'niah')}-{document['grid']}.png"
     reports_dir.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

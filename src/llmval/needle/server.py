@@ -9,6 +9,7 @@ model sees) or "prompt" (SGLang: a prompt only; the chat template's overhead is 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 
 import httpx
@@ -67,10 +68,18 @@ class ServerTokenCounter:
             self._overhead = answer.prompt_tokens - self._tokenize({"model": self._model, "prompt": PROBE_CONTENT})
         return self._overhead
 
-    def __call__(self, messages: list[dict]) -> int:
+    def __call__(self, messages: list[dict], tools: list[dict] | None = None) -> int:
+        """The prompt's tokens; `tools` (a chat request's tool list) counts as the template renders it."""
         if self._engine.tokenize_form == "chat":
-            return self._tokenize({"model": self._model, "messages": messages, "add_generation_prompt": True})
+            body: dict = {"model": self._model, "messages": messages, "add_generation_prompt": True}
+            if tools:
+                body["tools"] = tools
+            return self._tokenize(body)
+        # A prompt-only /tokenize (SGLang): the contents, prior calls' arguments and tool schemas as JSON
+        # approximate what the template renders (usage.prompt_tokens shows how close; see the tolerance check).
         content = "".join(str(m["content"]) for m in messages)
+        content += "".join(json.dumps(m["tool_calls"]) for m in messages if m.get("tool_calls"))
+        content += json.dumps(tools) if tools else ""
         return self._tokenize({"model": self._model, "prompt": content}) + self.chat_overhead()
 
 

@@ -411,10 +411,10 @@ def _changes(changes: list[Change] | None, previous_name: str | None) -> Section
 
 
 def order_plots(names: list[str]) -> list[str]:
-    """NIAH heatmaps first, then perf plots, then the rest, each alphabetically."""
+    """NIAH and agentic heatmaps first, then perf plots, then the rest, each alphabetically."""
     def rank(name: str) -> tuple[int, str]:
         low = name.lower()
-        return (0 if "niah" in low or "heatmap" in low else 1 if "perf" in low or "baseline" in low else 2, low)
+        return (0 if "niah" in low or "agentic" in low or "heatmap" in low else 1 if "perf" in low or "baseline" in low else 2, low)
     return sorted(names, key=rank)
 
 

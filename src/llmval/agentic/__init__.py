@@ -1,0 +1,36 @@
+"""Long-context agentic tool calls: carry a fact from deep in an agent transcript into a tool call's arguments.
+
+Transcripts are built from a seed (`transcript`), fitted to a token budget with the server's own tokenizer
+(`needle.ServerTokenCounter`, tools included), scored judge-free on the parsed call (`scorer`: JSON valid,
+schema valid, exactly one call, the value exact; near-misses named), planned as a grid of (mode, needle
+kind, context length, depth) cells with gates from the inventory's `[[agentic]]` (`grid`), and measured
+cell by cell through the engine adapter (`runner`), streamed and not.
+"""
+
+from .grid import AgenticCell, AgenticPrompt, AgenticResult, build_prompt, grid_name, plan_cells, request_body
+from .runner import CHECK_PREFIX, AgenticRunner
+from .scorer import CONTEXT_LIMIT_RE, CallScore, score_call, score_http_failure
+from .transcript import AGENT_TOOLS, NEEDLE_KINDS, TARGET_TOOLS, Needle, Step, Transcript, build_transcript
+
+__all__ = [
+    "AGENT_TOOLS",
+    "AgenticCell",
+    "AgenticPrompt",
+    "AgenticResult",
+    "AgenticRunner",
+    "CHECK_PREFIX",
+    "CONTEXT_LIMIT_RE",
+    "CallScore",
+    "NEEDLE_KINDS",
+    "Needle",
+    "Step",
+    "TARGET_TOOLS",
+    "Transcript",
+    "build_prompt",
+    "build_transcript",
+    "grid_name",
+    "plan_cells",
+    "request_body",
+    "score_call",
+    "score_http_failure",
+]

@@ -1,0 +1,185 @@
+"""Measure an agentic grid against one endpoint through its engine adapter, each cell at most once per run.
+
+`AgenticRunner.measure(cell)` is memoised (a cell test and the gate tests share one measurement) and a
+prompt is built once for both modes. A prompt the server refuses is a measured, failed cell (its outcome
+names the cause: `context_limit` when the served context is shorter than the inventory declares); a cell
+whose request could not be made at all (the endpoint stopped answering, the time budget was spent) keeps
+its error and asking for it again raises `CellNotMeasured`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import time
+from collections.abc import Callable
+
+from ..engines.base import EngineAdapter, StreamedChat
+from ..errors import LlmvalError
+from ..inventory import AgenticSpec
+from ..needle.grid import GateVerdict, evaluate_gates
+from ..needle.runner import CellNotMeasured
+from ..toolcalls.validate import Answer
+from .grid import (
+    AgenticCell,
+    AgenticPrompt,
+    AgenticResult,
+    ToolsTokenCounter,
+    build_prompt,
+    grid_name,
+    plan_cells,
+    prompt_token_offenders,
+    request_body,
+)
+from .scorer import score_call, score_http_failure
+
+CHECK_PREFIX = "accuracy.agentic"
+LABELS = {"exact": "pass", "distractor": "distr.", "context_limit": "ctx limit", "http_error": "HTTP err",
+          "invalid": "invalid", "extra_calls": "extra", "wrong_tool": "wrong tool", "not_exact": "not exact",
+          "split": "split", "wrong_argument": "wrong arg", "wrong_value": "MISS", "missing_argument": "no arg"}
+
+
+class AgenticRunner:
+    """Measures one [[agentic]] grid of one endpoint."""
+
+    def __init__(self, spec: AgenticSpec, adapter: EngineAdapter, count: ToolsTokenCounter,
+                 progress: Callable[[str], None] = lambda line: None):
+        self.spec, self.adapter, self.count, self.progress = spec, adapter, count, progress
+        self.endpoint = adapter.spec
+        self.cells = plan_cells(spec, self.endpoint.max_model_len)
+        self.results: dict[str, AgenticResult] = {}
+        self._prompts: dict[tuple, AgenticPrompt] = {}
+        self.started: dt.datetime | None = None
+        self._started_monotonic: float | None = None
+        self.measure_s = 0.0
+
+    @property
+    def grid(self) -> str:
+        return grid_name(self.spec)
+
+    def cell(self, cell_id: str) -> AgenticCell:
+        for cell in self.cells:
+            if cell.id == cell_id:
+                return cell
+        raise KeyError(f"no agentic cell {cell_id!r}")
+
+    def measure(self, cell: AgenticCell) -> AgenticResult:
+        """The cell's result, measuring it now if this run has not yet."""
+        if cell.id not in self.results:
+            self.results[cell.id] = self._measure(cell)
+        result = self.results[cell.id]
+        if result.error is not None:
+            raise CellNotMeasured(f"[{self.endpoint.name}] agentic cell {cell.id}: {result.error}")
+        return result
+
+    def measure_all(self) -> list[AgenticResult]:
+        """Every cell (measuring the missing ones); raises if any could not be measured."""
+        for cell in self.cells:
+            if cell.id not in self.results:
+                self.results[cell.id] = self._measure(cell)
+        failed = [f"{r.cell.id}: {r.error}" for r in self.results.values() if r.error is not None]
+        if failed:
+            raise CellNotMeasured(f"[{self.endpoint.name}] {len(failed)} agentic cells could not be measured, so "
+                                  "the grid's gates cannot be judged:\n  " + "\n  ".join(failed[:10]))
+        return [self.results[c.id] for c in self.cells]
+
+    def gates(self) -> list[GateVerdict]:
+        """The inventory's gates over the whole grid (measuring what is missing)."""
+        return evaluate_gates(self.spec, self.measure_all(), CHECK_PREFIX)
+
+    def _prompt(self, cell: AgenticCell) -> AgenticPrompt:
+        key = (cell.kind, cell.length, cell.depth)
+        if key not in self._prompts:
+            self._prompts[key] = build_prompt(self.spec, cell, self.count)
+        return self._prompts[key]
+
+    def _measure(self, cell: AgenticCell) -> AgenticResult:
+        if self._started_monotonic is None:  # the grid's clock starts with its first cell
+            self.started, self._started_monotonic = dt.datetime.now(dt.UTC), time.monotonic()
+        index = self.cells.index(cell) + 1
+        elapsed = time.monotonic() - self._started_monotonic if self.results else 0.0
+        if self.spec.budget_s is not None and elapsed > self.spec.budget_s:
+            error = f"the grid's time budget ({self.spec.budget_s:.0f} s, agentic.budget_s) was spent before this cell"
+            self.progress(f"agentic {cell.id} [{index}/{len(self.cells)}]: not measured: {error}")
+            return AgenticResult(cell, error=error)
+        began = time.monotonic()
+        result = AgenticResult(cell)
+        try:
+            self._ask(cell, result)
+        except LlmvalError as error:
+            result.error = str(error)
+        took = time.monotonic() - began
+        self.measure_s += took
+        verdict = "error" if result.error else ("pass" if result.is_pass else f"MISS ({result.outcome})")
+        self.progress(f"agentic {cell.id} [{index}/{len(self.cells)}]: {verdict} ({result.prompt_tokens} prompt "
+                      f"tokens, {took:.1f} s): expected {result.expected[:60]!r}, got {result.observed[:80]}"
+                      + (f" error {result.error[:200]}" if result.error else ""))
+        return result
+
+    def _ask(self, cell: AgenticCell, result: AgenticResult) -> None:
+        prompt = self._prompt(cell)
+        needle = prompt.transcript.needle
+        result.prompt_sha256, result.expected = prompt.sha256, needle.value
+        result.calibrated_tokens, result.n_steps, result.actual_depth = \
+            prompt.calibrated_tokens, prompt.n_steps, prompt.actual_depth
+        body = request_body(self.spec, prompt)
+        began = time.monotonic()
+        if cell.mode == "stream":
+            status, streamed = self.adapter.chat_stream(body)
+            result.elapsed_s = round(time.monotonic() - began, 3)
+            if status != 200 or not isinstance(streamed, StreamedChat):
+                result.scored(score_http_failure(status, str(streamed)))
+                return
+            answer, usage = Answer.from_stream(streamed), streamed.usage or {}
+        else:
+            response = self.adapter.chat(body)
+            result.elapsed_s = round(time.monotonic() - began, 3)
+            if response.status_code != 200:
+                result.scored(score_http_failure(response.status_code, response.text))
+                return
+            data = response.json()
+            answer, usage = Answer.from_completion(data), data.get("usage") or {}
+        result.prompt_tokens, result.finish_reason = usage.get("prompt_tokens"), answer.finish_reason
+        result.completion_tokens = answer.completion_tokens
+        result.scored(score_call(answer, needle, max_tokens=self.spec.max_tokens, tools=prompt.tools,
+                                 is_stream=cell.mode == "stream"))
+
+    def document(self) -> dict:
+        """The grid JSON (shaped for `needle.report`): spec, every measured cell, summary, gates (when complete)."""
+        measured = [self.results[c.id] for c in self.cells if c.id in self.results]
+        ok = [r for r in measured if r.error is None]
+        complete = len(ok) == len(self.cells)
+        outcomes: dict[str, int] = {}
+        for r in ok:
+            outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
+        return {
+            "schema_version": 1,
+            "artefact": "agentic",
+            "title": "Agentic tool calls",
+            "grid": self.grid,
+            "endpoint": self.endpoint.name,
+            "base_url": str(self.endpoint.base_url),
+            "model": self.endpoint.model,
+            "max_model_len": self.endpoint.max_model_len,
+            "spec": self.spec.model_dump(mode="json"),
+            "started": self.started.isoformat(timespec="seconds") if self.started else None,
+            "measure_s": round(self.measure_s, 1),
+            "complete": complete,
+            "lengths": sorted({c.length for c in self.cells}),
+            "depths": sorted({c.depth for c in self.cells}),
+            "panels": [[m, k] for m in self.spec.modes for k in self.spec.needles],
+            "cells": [{"id": r.cell.id, "variant": r.cell.mode, "kind": r.cell.kind, "length": r.cell.length,
+                       "depth": r.cell.depth, "target_tokens": r.cell.target_tokens, "is_pass": r.is_pass,
+                       "pass_rate": r.pass_rate, "error": r.error, "label": LABELS.get(r.outcome, r.outcome),
+                       "trials": [{k: v for k, v in dataclasses.asdict(r).items() if k != "cell"}]}
+                      for r in measured],
+            "summary": {
+                "cells": len(self.cells),
+                "measured": len(ok),
+                "passed": sum(r.is_pass for r in ok),
+                "pass_rate": round(sum(r.is_pass for r in ok) / len(ok), 4) if ok else None,
+                "outcomes": dict(sorted(outcomes.items())),
+                "prompt_token_offenders": prompt_token_offenders(self.spec, ok),
+            },
+            "gates": [dataclasses.asdict(v) for v in evaluate_gates(self.spec, ok, CHECK_PREFIX)] if complete else None,
+        }
