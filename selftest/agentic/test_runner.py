@@ -38,9 +38,11 @@ def fake_engine(spec: AgenticSpec, style: str, served_limit: int = 10**9, log: l
                 needles[needle.question] = needle
 
     def handler(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
         if log is not None:
             log.append(request.url.path)
+        if request.url.path == "/health":
+            return httpx.Response(200)
+        body = json.loads(request.content)
         tokens = stand_in_count(body)
         if request.url.path == "/tokenize":
             return httpx.Response(200, json={"count": tokens, "max_model_len": served_limit, "tokens": []})

@@ -414,7 +414,8 @@ def order_plots(names: list[str]) -> list[str]:
     """NIAH and agentic heatmaps first, then perf plots, then the rest, each alphabetically."""
     def rank(name: str) -> tuple[int, str]:
         low = name.lower()
-        return (0 if "niah" in low or "agentic" in low or "heatmap" in low else 1 if "perf" in low or "baseline" in low else 2, low)
+        first = "niah" in low or "agentic" in low or "heatmap" in low
+        return (0 if first else 1 if "perf" in low or "baseline" in low else 2, low)
     return sorted(names, key=rank)
 
 
