@@ -1,5 +1,6 @@
 """`python -m llmval check-inventory FILE...` validates inventories; `python -m llmval schema` prints the
-inventory's JSON Schema (committed as inventories/inventory.schema.json for editors)."""
+inventory's JSON Schema (committed as inventories/inventory.schema.json for editors); `python -m llmval bench`
+calibrates the perf instruments (`--calibrated`, `--ceiling`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("schema", help="print the inventory JSON Schema")
     check = commands.add_parser("check-inventory", help="validate inventory files")
     check.add_argument("paths", nargs="+")
+    commands.add_parser("bench", add_help=False,
+                        help="calibrate the perf instruments (--calibrated, --ceiling; see bench --help)")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:  # its own parser (`python -m llmval bench --help`)
+        from .bench._cli import main as bench_main
+
+        return bench_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "schema":
         sys.stdout.write(inventory_json_schema())

