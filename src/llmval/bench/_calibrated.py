@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from ..engines.base import EngineAdapter
 from ..load import Workload, run_load
 from ._source import Schedule, Truth
 from ._vllm import VllmBench, VllmRun
@@ -64,7 +65,7 @@ async def suite_measure(base_url: str, *, model: str, input_len: int, output_len
                         num_requests=case.num_requests, warmup_requests=case.warmups)
     limits = httpx.Limits(max_connections=case.concurrency + 2, max_keepalive_connections=case.concurrency + 2)
     async with httpx.AsyncClient(base_url=base_url, timeout=timeout_s, limits=limits) as client:
-        run = await run_load(client, workload, endpoint="calibration-source")
+        run = await run_load(client, workload, endpoint="calibration-source", engine=EngineAdapter)
     return run.as_json()
 
 
