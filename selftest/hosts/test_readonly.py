@@ -31,7 +31,8 @@ def test_every_read_only_template_is_used_by_some_replay_or_live_run():
     used = {c.name for c in READ_ONLY for cmd in _recorded_commands() if c.pattern.fullmatch(cmd)}
     # process env, file NCCL logs, plain `ray list`, docker logs and the per-pid cgroup of a non-allowed holder
     # are exercised by the stand-in live runs (test_live.py) or the local inventory instead
-    assert set(c.name for c in READ_ONLY) - used <= {"process-env", "nccl-docker", "ray-nodes"}
+    # (xid-dmesg: the fall-back where no journal answers, in selftest/hosts/test_gpu_health.py)
+    assert set(c.name for c in READ_ONLY) - used <= {"process-env", "nccl-docker", "ray-nodes", "xid-dmesg"}
 
 
 @pytest.mark.parametrize("command", [
@@ -48,6 +49,11 @@ def test_every_read_only_template_is_used_by_some_replay_or_live_run():
     "grep -hE 'NCCL (INFO|WARN)' /var/log/x.log | tee /etc/motd",
     "nvidia-smi -r",
     "nvidia-smi -pm 1",
+    "nvidia-smi -q -x -d PERFORMANCE; nvidia-smi -r",
+    "journalctl -k -b --no-pager -g 'NVRM: Xid|Linux version' --vacuum-time=1s",
+    "journalctl --rotate",
+    "dmesg -C",
+    "dmesg 2>&1 | grep -E 'NVRM: Xid|Linux version|dmesg: ' > /dev/kmsg",
 ])
 def test_changing_commands_are_not_on_the_allow_list(command):
     assert not is_read_only(command)

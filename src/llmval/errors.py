@@ -15,6 +15,7 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      ├── EndpointError       an HTTP endpoint did not answer usefully (status, body excerpt)
      │    └── ModelNotServed     (llmval.engines) the endpoint does not serve the inventory's model
      ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
+     ├── NotReported         (llmval.health) a GPU health field is [N/A] / Not Supported, or no kernel log reads
      ├── ReplayMiss          --replay has no recorded answer for a command or request
      ├── NotReady            a stack did not become ready (what, deadline, last observation)
      │    ├── Crashed            (llmval.launch) our process exited, the unit failed, the container exited

@@ -30,10 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CommandFailed, LlmvalError, ParseError
+from .health import RESAMPLE_INTERVAL_S, KernelLog, read_dmesg, read_journal
 from .inventory import HostSpec, ModelFileSpec
 from .parsers.docker import ContainerInfo, parse_docker_inspect
 from .parsers.env import parse_environ
 from .parsers.files import parse_find_listing, parse_sha256sum
+from .parsers.gpu_health import GpuHealth, parse_gpu_health_xml
 from .parsers.ip import Link, parse_ip_addr
 from .parsers.nccl import NcclLog, parse_nccl_log
 from .parsers.nvidia_smi import (
@@ -124,11 +126,14 @@ RAY_NODES = Command("ray-nodes", "ray list nodes --format json")
 RAY_NODES_DOCKER = Command("ray-nodes-docker", "docker exec {name} ray list nodes --format json")
 FILE_LIST = Command("file-list", "find -L {path} -type f -printf '%s %T@ %p\\n'")
 SHA256 = Command("sha256", "sha256sum -- {paths*}")
+SMI_PERF_XML = Command("smi-perf-xml", "nvidia-smi -q -x -d PERFORMANCE")
+XID_JOURNAL = Command("xid-journal", "journalctl -k -b --no-pager -g 'NVRM: Xid|Linux version'")
+XID_DMESG = Command("xid-dmesg", "dmesg 2>&1 | grep -E 'NVRM: Xid|Linux version|dmesg: '")
 
 READ_ONLY: tuple[Command, ...] = (
     UNAME, GPU_QUERY, SMI_XML, P2P_READ, GPU_HOLDERS, PROC_CGROUP, PCI_DRIVERS, LXC_CONF, VM_CONF, IP_ADDR, UNIT_SHOW,
     CONTAINER_INSPECT, PROCESS_ENV, NCCL_FILE, NCCL_JOURNAL, NCCL_DOCKER, RAY_NODES, RAY_NODES_DOCKER, FILE_LIST,
-    SHA256,
+    SHA256, SMI_PERF_XML, XID_JOURNAL, XID_DMESG,
 )
 """Every command a smoke or nightly host check may send. Each only reads."""
 
@@ -203,9 +208,39 @@ class HostFacts:
         return parse_nvidia_smi_query(self._output(GPU_QUERY.render()))
 
     @_memo
+    def smi_xml(self) -> str:
+        """The text of `nvidia-smi -q -x`, read once for every fact drawn from it."""
+        return self._output(SMI_XML.render())
+
+    @_memo
     def smi_log(self) -> SmiLog:
         """Driver/CUDA versions and per-GPU minor numbers from `nvidia-smi -q -x`."""
-        return parse_nvidia_smi_xml(self._output(SMI_XML.render()))
+        return parse_nvidia_smi_xml(self.smi_xml())
+
+    @_memo
+    def gpu_health(self) -> list[GpuHealth]:
+        """Per-GPU health fields (PCIe link, ECC, remapped rows, clocks event reasons...) of `nvidia-smi -q -x`."""
+        return parse_gpu_health_xml(self.smi_xml())
+
+    @_memo
+    def gpu_health_resample(self) -> list[GpuHealth]:
+        """A second sample of the clocks event reasons, RESAMPLE_INTERVAL_S after asking (`-d PERFORMANCE`)."""
+        time.sleep(RESAMPLE_INTERVAL_S)  # sampling interval, not a readiness wait
+        return parse_gpu_health_xml(self._output(SMI_PERF_XML.render()))
+
+    @_memo
+    def kernel_log(self, kind: str) -> list[KernelLog]:
+        """Xid lines of the kernel log since boot from `journal`, `dmesg` or `auto` (the journal, else dmesg);
+        each source tried says what it found or why it could not be read."""
+        logs: list[KernelLog] = []
+        if kind in ("auto", "journal"):
+            result = self.connection.run(XID_JOURNAL.render())
+            logs.append(read_journal(result.rc, result.stdout, result.stderr, result.command))
+            if kind == "journal" or not logs[-1].problem:
+                return logs
+        result = self.connection.run(XID_DMESG.render())
+        logs.append(read_dmesg(result.rc, result.stdout, result.stderr, result.command))
+        return logs
 
     @_memo
     def p2p_read(self) -> dict[tuple[str, str], str]:
@@ -463,6 +498,10 @@ def fact_plan(spec: HostSpec) -> list[tuple[str, tuple]]:
         plan.append(("gpus", ()))
         if spec.gpus.cuda_version is not None:
             plan.append(("smi_log", ()))
+        if spec.gpus.health is not None:
+            plan.append(("gpu_health", ()))
+            if spec.gpus.health.kernel_log_via is None and "xid" not in spec.gpus.health.skip:
+                plan.append(("kernel_log", (spec.gpus.health.kernel_log,)))
     if spec.proxmox is not None:
         plan += [("pci_drivers", ()), ("smi_log", ())]
         plan += [("lxc_conf" if g.kind == "lxc" else "vm_conf", (g.id,)) for g in spec.proxmox.guests]

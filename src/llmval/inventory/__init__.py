@@ -19,6 +19,7 @@ from .accuracy import AgenticSpec, NiahSpec
 from .hosts import (
     DockerTransport,
     EnvSpec,
+    GpuHealthSpec,
     GpuProcessSpec,
     GpuSpec,
     GuestSplit,
@@ -46,6 +47,7 @@ __all__ = [
     "DockerTransport",
     "EndpointSpec",
     "EnvSpec",
+    "GpuHealthSpec",
     "GpuProcessSpec",
     "GpuSpec",
     "GuestSplit",
@@ -107,6 +109,11 @@ class Inventory(Spec):
                 problems.append(f"hosts '{host.name}': transport.via '{via}' is not a host; hosts: {host_names}")
             if via == host.name:
                 problems.append(f"hosts '{host.name}': transport.via names the host itself")
+            health = host.gpus.health if host.gpus is not None else None
+            log_via = health.kernel_log_via if health is not None else None
+            if log_via is not None and (log_via not in host_names or log_via == host.name):
+                problems.append(f"hosts '{host.name}': gpus.health.kernel_log_via '{log_via}' is not another host; "
+                                f"hosts: {host_names}")
         for ep in self.endpoints:
             if ep.host is not None and ep.host not in host_names:
                 problems.append(f"endpoints '{ep.name}': host '{ep.host}' is not a host; hosts: {host_names}")

@@ -57,6 +57,45 @@ Transport = Annotated[
 ]
 
 
+HealthCheck = Literal["pcie_link", "ecc_uncorrectable", "row_remap", "xid", "throttle", "persistence_mode"]
+ThrottleReason = Literal["sw_power_cap", "hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+                         "sw_thermal_slowdown", "sync_boost"]
+
+
+class GpuHealthSpec(Spec):
+    """GPU health beyond presence (`hosts.gpu.health.*`), read-only: PCIe link, uncorrectable ECC, row remapping,
+    Xid lines in the kernel log, thermal/power slowdown, persistence mode. A field the GPU reports as [N/A] or
+    Not Supported is "not reported" (could not check), never a pass: list such checks under `not_reported`."""
+
+    pcie_gen_min: int | None = Field(None, ge=1, le=6)
+    """Floor for the current PCIe generation (5 for RTX PRO 6000); unset: the link's own maximum (max_link_gen)."""
+    pcie_width_min: Literal[1, 2, 4, 8, 16, 32] | None = None
+    """Floor for the current PCIe link width (16); unset: the link's own maximum (max_link_width)."""
+    persistence_mode: Literal["enabled", "disabled"] | None = None
+    """Judge persistence mode only where the deployment asks for it."""
+    throttle_reasons: list[ThrottleReason] = ["hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+                                              "sw_thermal_slowdown"]
+    """Clocks event reasons that fail `throttle` when active in two samples (sw_power_cap is normal under load)."""
+    xid_allowed: list[int] = []
+    """Xid codes that do not fail `xid` (e.g. 13/31/43, raised by applications); empty: every Xid fails."""
+    kernel_log: Literal["auto", "journal", "dmesg"] = "auto"
+    """Where Xid lines are read: `journalctl -k -b`, `dmesg`, or auto (the journal, else dmesg)."""
+    kernel_log_via: str | None = None
+    """Another inventory host whose kernel log holds this host's Xid lines (an LXC guest shares its node's kernel,
+    whose log the guest cannot read)."""
+    not_reported: list[HealthCheck] = []
+    """Checks this GPU is expected not to report (GB10: ECC, row remapping): then [N/A] passes as declared, and a
+    reported value is judged as usual."""
+    skip: list[HealthCheck] = []
+    """Checks not to run on this host (one clean skip each, naming this list)."""
+
+    @model_validator(mode="after")
+    def _skip_and_not_reported_are_apart(self) -> GpuHealthSpec:
+        if both := sorted(set(self.skip) & set(self.not_reported)):
+            raise ValueError(f"checks {both} are both skipped and expected not reported; keep one")
+        return self
+
+
 class GpuSpec(Spec):
     """The GPUs a host must show in nvidia-smi."""
 
@@ -78,6 +117,8 @@ class GpuSpec(Spec):
     p2p: Literal["supported", "unsupported"] | None = None
     """Peer-to-peer reads between every pair of GPUs (`nvidia-smi topo -p2p r`): all OK, or none OK. Declare
     what the deployment needs; where it is known broken, a [[blockers]] entry for `hosts.gpu.p2p` says so."""
+    health: GpuHealthSpec | None = None
+    """`[hosts.gpus.health]`: GPU health checks (`hosts.gpu.health.*`); absent: not checked."""
 
 
 class GuestSplit(Spec):

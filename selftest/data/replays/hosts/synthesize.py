@@ -50,18 +50,117 @@ def _uuid(seed: str) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
-def smi_xml(driver: str, cuda: str, gpus: list[tuple[str, str, int]]) -> str:
-    """`nvidia-smi -q -x` with the elements the real H200 capture has (abridged to what parsers read)."""
-    parts = ['<?xml version="1.0" ?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v13.dtd">', "<nvidia_smi_log>",
-             "\t<timestamp>Mon Nov 30 03:30:00 2026</timestamp>", f"\t<driver_version>{driver}</driver_version>",
-             f"\t<cuda_version>{cuda}</cuda_version>", f"\t<attached_gpus>{len(gpus)}</attached_gpus>"]
+@dataclasses.dataclass(frozen=True)
+class Health:
+    """Health fields of one synthesized GPU, in the real H200 capture's element names (nvsmi_device_v13).
+    `reported=False` writes N/A where GB10 does (ECC, remapped rows, PCIe link [INFERRED])."""
+
+    gen: int = 5
+    width: int = 16
+    pstate: str = "P0"
+    persistence: str = "Enabled"
+    dram_uncorrectable: int = 0
+    dram_correctable: int = 0
+    remap_corr: int = 0
+    remap_pending: str = "No"
+    active: tuple[str, ...] = ()
+    """Clocks event reasons that are Active (e.g. hw_slowdown, hw_thermal_slowdown)."""
+    temp_c: int = 46
+    reported: bool = True
+
+
+REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
+           "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
+
+
+def _tree(tag: str, children: list[str] | str, depth: int) -> list[str]:
+    pad = "\t" * depth
+    if isinstance(children, str):
+        return [f"{pad}<{tag}>{children}</{tag}>"]
+    return [f"{pad}<{tag}>", *children, f"{pad}</{tag}>"]
+
+
+def perf_elements(h: Health, depth: int = 2) -> list[str]:
+    """`performance_state` and `clocks_event_reasons` (all that `nvidia-smi -q -x -d PERFORMANCE` prints per GPU,
+    with the event counters)."""
+    reasons = [f"{chr(9) * (depth + 1)}<clocks_event_reason_{r}>{'Active' if r in h.active else 'Not Active'}"
+               f"</clocks_event_reason_{r}>" for r in REASONS]
+    return [*_tree("performance_state", h.pstate, depth), *_tree("clocks_event_reasons", reasons, depth)]
+
+
+def health_elements(bus: str, h: Health, depth: int = 2) -> list[str]:
+    na = "N/A"
+
+    def v(value: object) -> str:
+        return str(value) if h.reported else na
+
+    d1, d2, d3 = depth + 1, depth + 2, depth + 3
+    counters = [*_tree("sram_correctable", v(0), d3), *_tree("sram_uncorrectable_parity", v(0), d3),
+                *_tree("sram_uncorrectable_secded", v(0), d3), *_tree("dram_correctable", v(h.dram_correctable), d3),
+                *_tree("dram_uncorrectable", v(h.dram_uncorrectable), d3)]
+    link = [*_tree("pcie_gen", [*_tree("max_link_gen", v(5), d3), *_tree("current_link_gen", v(h.gen), d3),
+                                *_tree("device_current_link_gen", v(h.gen), d3),
+                                *_tree("max_device_link_gen", v(5), d3), *_tree("max_host_link_gen", v(5), d3)], d2),
+            *_tree("link_widths", [*_tree("max_link_width", v("16x"), d3),
+                                   *_tree("current_link_width", v(f"{h.width}x"), d3)], d2)]
+    return [
+        *_tree("persistence_mode", h.persistence, depth),
+        *_tree("pci", [*_tree("pci_bus_id", f"0000{bus.upper()}", d1), *_tree("pci_gpu_link_info", link, d1)], depth),
+        *perf_elements(h, depth),
+        *_tree("ecc_mode", [*_tree("current_ecc", v("Enabled"), d1), *_tree("pending_ecc", v("Enabled"), d1)], depth),
+        *_tree("ecc_errors", [*_tree("volatile", counters, d2), *_tree("aggregate", counters, d2),
+                              *_tree("unrepairable_memory", v("No"), d1)], depth),
+        *_tree("retired_pages", [*_tree("pending_blacklist", na, d1), *_tree("pending_retirement", na, d1)], depth),
+        *_tree("remapped_rows", [*_tree("remapped_row_corr", v(h.remap_corr), d1),
+                                 *_tree("remapped_row_unc", v(0), d1),
+                                 *_tree("remapped_row_pending", v(h.remap_pending), d1),
+                                 *_tree("remapped_row_failure", v("No"), d1)], depth),
+        *_tree("temperature", [*_tree("gpu_temp", f"{h.temp_c} C", d1)], depth),
+    ]
+
+
+def _header(driver: str, cuda: str, n: int) -> list[str]:
+    return ['<?xml version="1.0" ?>', '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v13.dtd">', "<nvidia_smi_log>",
+            "\t<timestamp>Mon Nov 30 03:30:00 2026</timestamp>", f"\t<driver_version>{driver}</driver_version>",
+            f"\t<cuda_version>{cuda}</cuda_version>", f"\t<attached_gpus>{n}</attached_gpus>"]
+
+
+def smi_xml(driver: str, cuda: str, gpus: list[tuple[str, str, int]], health: dict[str, Health] | None = None,
+            *, architecture: str = "Blackwell", memory: str = "97887 MiB") -> str:
+    """`nvidia-smi -q -x` with the elements the real H200 capture has (abridged to what parsers read); with
+    `health` (bus id -> Health), also the health fields."""
+    parts = _header(driver, cuda, len(gpus))
     for bus, name, minor in gpus:
         parts += [f'\t<gpu id="0000{bus.upper()}">', f"\t\t<product_name>{name}</product_name>",
-                  "\t\t<product_architecture>Blackwell</product_architecture>",
+                  f"\t\t<product_architecture>{architecture}</product_architecture>",
                   f"\t\t<uuid>{_uuid(bus)}</uuid>", f"\t\t<minor_number>{minor}</minor_number>",
-                  "\t\t<fb_memory_usage>", "\t\t\t<total>97887 MiB</total>", "\t\t</fb_memory_usage>",
+                  *(health_elements(bus, health[bus]) if health is not None else []),
+                  "\t\t<fb_memory_usage>", f"\t\t\t<total>{memory}</total>", "\t\t</fb_memory_usage>",
                   "\t\t<processes>", "\t\t</processes>", "\t</gpu>"]
     return "\n".join([*parts, "</nvidia_smi_log>", ""])
+
+
+def smi_perf_xml(driver: str, cuda: str, health: dict[str, Health]) -> str:
+    """`nvidia-smi -q -x -d PERFORMANCE`: per GPU only the performance state and clocks event reasons."""
+    parts = _header(driver, cuda, len(health))
+    for bus, h in health.items():
+        parts += [f'\t<gpu id="0000{bus.upper()}">', *perf_elements(h), "\t</gpu>"]
+    return "\n".join([*parts, "</nvidia_smi_log>", ""])
+
+
+KPRO6_BANNER = ("Linux version 6.14.8-2-pve (build@proxmox) (gcc (Debian 14.2.0-19) 14.2.0, GNU ld (GNU Binutils "
+                "for Debian) 2.44) #1 SMP PREEMPT_DYNAMIC PMX 6.14.8-2 (2025-07-22T10:04Z) ()")
+SPARK_BANNER = ("Linux version 6.11.0-1016-nvidia (buildd@bos03-arm64-062) (aarch64-linux-gnu-gcc-13 (Ubuntu "
+                "13.3.0-6ubuntu2~24.04) 13.3.0, GNU ld (GNU Binutils for Ubuntu) 2.42) #16-Ubuntu SMP PREEMPT_DYNAMIC "
+                "Sun Sep 21 16:52:46 UTC 2025 (Ubuntu 6.11.0-1016.16-nvidia 6.11.11)")
+XID_79 = "NVRM: Xid (PCI:0000:21:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+
+
+def journal_xid(host: str, banner: str, xids: list[str]) -> str:
+    """`journalctl -k -b --no-pager -g 'NVRM: Xid|Linux version'` (short format): the boot banner, then Xid lines."""
+    lines = [f"Nov 30 02:11:04 {host} kernel: {banner}"]
+    lines += [f"Nov 30 03:4{i}:17 {host} kernel: {x}" for i, x in enumerate(xids)]
+    return "\n".join(lines) + "\n"
 
 
 def query_rows(gpus: list[tuple[str, str, str, str, str]]) -> str:
@@ -131,7 +230,22 @@ def kpro6_answers(inv: Inventory, variant: str) -> Answers:
     put("kpro6", hf.SMI_XML.render(), smi_xml(KPRO6_DRIVER, "13.0", [(b, RTX, i) for i, b in enumerate(ct_bus)]))
     put("kpro6", hf.LXC_CONF.render(id=lxc.id), lxc_conf(list(range(len(ct_bus)))))
     put("kpro6", hf.VM_CONF.render(id=vm.id), vm_conf(vm_bus[:-1] if variant == "gpu-missing-from-split" else vm_bus))
+    # the node's kernel log holds the container's Xid lines (hosts.gpus.health.kernel_log_via = "kpro6"); an Xid 79
+    # earlier in this boot, the GPU back after a reset (listed again, so only the xid check sees it)
+    put("kpro6", hf.XID_JOURNAL.render(), journal_xid("kpro6", KPRO6_BANNER, [XID_79] if variant == "xid79" else []))
     # the container
+    health = {b: Health() for b in ct_bus}
+    if variant == "pcie-downtrained":  # a riser trained Gen3 x8 while serving (P0)
+        health[ct_bus[2]] = Health(gen=3, width=8)
+    if variant == "ecc-uncorrectable":
+        health[ct_bus[1]] = Health(dram_uncorrectable=2)
+    if variant == "row-remap-pending":  # a remap after correctable errors, waiting for a GPU reset
+        health[ct_bus[3]] = Health(dram_correctable=14, remap_corr=1, remap_pending="Yes")
+    if variant == "thermal-slowdown":  # held down in both samples
+        health[ct_bus[0]] = Health(active=("hw_slowdown", "hw_thermal_slowdown"), temp_c=94)
+        put("kpro6-ct129", hf.SMI_PERF_XML.render(), smi_perf_xml(KPRO6_DRIVER, "13.0", health))
+    put("kpro6-ct129", hf.SMI_XML.render(),
+        smi_xml(KPRO6_DRIVER, "13.0", [(b, RTX, i) for i, b in enumerate(ct_bus)], health))
     cap = "12.1" if variant == "wrong-cc" else "12.0"
     put("kpro6-ct129", hf.GPU_QUERY.render(),
         query_rows([(RTX, b, KPRO6_DRIVER, cap, "97887") for b in ct_bus]))
@@ -227,6 +341,10 @@ def spark_answers(inv: Inventory, variant: str) -> Answers:
         cap = "12.0" if variant == "wrong-cc" and name == "spark2" else "12.1"
         put(name, hf.GPU_QUERY.render(),
             f"0, NVIDIA GB10, {_uuid(name)}, {GB10_BUS}, {SPARK_DRIVER}, {cap}, [N/A]\n")
+        gb10 = {"000f:01:00.0": Health(reported=False)}  # GB10: ECC, remapped rows, PCIe link N/A
+        put(name, hf.SMI_XML.render(), smi_xml(SPARK_DRIVER, "13.0", [("000f:01:00.0", "NVIDIA GB10", 0)], gb10,
+                                               memory="N/A"))
+        put(name, hf.XID_JOURNAL.render(), journal_xid(name, SPARK_BANNER, []))
         put(name, hf.IP_ADDR.render(), ip_addr_json(ips[name], "10.1.230.180" if name == "spark1" else None))
         env = {"PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
                **spec.env.required, "VLLM_HOST_IP": ips[name], "NVIDIA_VISIBLE_DEVICES": "all"}
@@ -317,7 +435,8 @@ def real_answers() -> Answers:
     return a
 
 
-KPRO6_VARIANTS = ("healthy", "wrong-cc", "gpu-missing-from-split", "p2p-channel", "p2p-lifted")
+KPRO6_VARIANTS = ("healthy", "wrong-cc", "gpu-missing-from-split", "p2p-channel", "p2p-lifted", "pcie-downtrained",
+                  "ecc-uncorrectable", "row-remap-pending", "xid79", "thermal-slowdown")
 SPARK_VARIANTS = ("healthy", "wrong-cc", "socket-transport", "model-hash-mismatch", "dead-ray-worker", "glm-running")
 
 

@@ -1,0 +1,187 @@
+"""GPU health judges (`llmval.health`): not reported is neither pass nor fail, a momentary slowdown is no verdict,
+an idle link's power-saving downshift is not a downtrained link, and an unreadable kernel log says why."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmval import health
+from llmval.hostfacts import HostFacts
+from llmval.inventory import GpuHealthSpec, HostSpec, LocalTransport
+from llmval.parsers.gpu_health import GpuHealth, parse_gpu_health_xml
+from llmval.transport import connect
+from selftest.strategies import ROOT
+
+REAL_XML = (ROOT / "selftest" / "data" / "real" / "h200x2" / "nvidia-smi-q.xml").read_text()
+HW_THERMAL = "clocks_event_reasons/clocks_event_reason_hw_thermal_slowdown"
+
+
+def _gpu(bus: str = "0000:01:00.0", **fields: str) -> GpuHealth:
+    return GpuHealth(bus, "NVIDIA RTX PRO 6000 Blackwell Server Edition", fields)
+
+
+def _real(**changes: str) -> list[GpuHealth]:
+    gpus = parse_gpu_health_xml(REAL_XML)
+    return [GpuHealth(g.bus_id, g.name, {**g.fields, **changes}) for g in gpus]
+
+
+def test_real_h200_is_healthy_on_every_check():
+    gpus = _real()
+    verdicts = [health.judge_pcie_link(gpus, 5, 16), health.judge_ecc_uncorrectable(gpus), health.judge_row_remap(gpus),
+                health.judge_throttle(gpus, None), health.judge_persistence_mode(gpus, "enabled")]
+    assert [(v.check, v.ok) for v in verdicts] == [(c, True) for c in
+                                                    ("pcie_link", "ecc_uncorrectable", "row_remap", "throttle",
+                                                     "persistence_mode")]
+    assert not health.needs_second_sample(gpus)  # healthy: one sample, no second command, no wait
+
+
+@pytest.mark.parametrize("judge", [health.judge_pcie_link, health.judge_ecc_uncorrectable, health.judge_row_remap,
+                                   lambda g: health.judge_throttle(g, None),
+                                   lambda g: health.judge_persistence_mode(g, "enabled")],
+                         ids=["pcie_link", "ecc_uncorrectable", "row_remap", "throttle", "persistence_mode"])
+def test_na_everywhere_is_not_reported_never_pass_or_fail(judge):
+    gb10 = parse_gpu_health_xml(REAL_XML.replace(">0<", ">N/A<").replace(">No<", ">N/A<").replace(">5<", ">N/A<")
+                                .replace(">16x<", ">N/A<").replace(">Enabled<", ">[N/A]<")
+                                .replace(">Not Active<", ">Not Supported<"))
+    verdict = judge(gb10)
+    assert verdict.ok is None and verdict.reason and "not reported" in str(verdict.observed)
+
+
+def test_one_failing_gpu_fails_even_when_another_does_not_report():
+    gpus = [_gpu("0000:01:00.0", **{"remapped_rows/remapped_row_pending": "Yes"}),
+            _gpu("0000:21:00.0", **{"remapped_rows/remapped_row_pending": "N/A"})]
+    verdict = health.judge_row_remap(gpus)
+    assert verdict.ok is False and verdict.observed == {"0000:01:00.0": ["remapped_rows/remapped_row_pending=Yes"]}
+
+
+def test_pcie_floor_and_maximum():
+    link = "pci/pci_gpu_link_info"
+    gen4_slot = _real(**{f"{link}/pcie_gen/current_link_gen": "4", f"{link}/pcie_gen/max_link_gen": "4"})
+    assert health.judge_pcie_link(gen4_slot).ok is True  # at the slot's maximum ...
+    floor = health.judge_pcie_link(gen4_slot, 5, 16)  # ... but below the declared Gen5 floor
+    assert floor.ok is False and "current_link_gen=4 (want Gen5)" in str(floor.observed)
+    narrow = health.judge_pcie_link(_real(**{f"{link}/link_widths/current_link_width": "8x"}))
+    assert narrow.ok is False and "current_link_width=8x (want x16)" in str(narrow.observed)
+
+
+def test_an_idle_gpus_power_saving_link_is_judged_by_its_capability():
+    link = "pci/pci_gpu_link_info/pcie_gen"
+    idle = _real(**{f"{link}/current_link_gen": "1", "performance_state": "P8"})
+    verdict = health.judge_pcie_link(idle, 5, 16)
+    assert verdict.ok is True and "P8: idle link power saving" in "\n".join(verdict.evidence)
+    busy = health.judge_pcie_link(_real(**{f"{link}/current_link_gen": "1"}), 5, 16)  # P0: really trained down
+    assert busy.ok is False
+    capped = _real(**{f"{link}/current_link_gen": "1", f"{link}/max_link_gen": "3", "performance_state": "P8"})
+    assert health.judge_pcie_link(capped, 5, 16).ok is False  # the link cannot reach Gen5 at all
+
+
+def test_ecc_counts_and_modes():
+    assert health.judge_ecc_uncorrectable(_real(**{"ecc_errors/aggregate/dram_uncorrectable": "3"})).ok is False
+    assert health.judge_ecc_uncorrectable(_real(**{"ecc_errors/aggregate/dram_correctable": "3"})).ok is True
+    off = health.judge_ecc_uncorrectable(_real(**{"ecc_mode/current_ecc": "Disabled"}))
+    assert off.ok is None and "ecc_mode/current_ecc=Disabled" in off.reason
+    old = _gpu(**{"ecc_mode/current_ecc": "Enabled", "ecc_errors/volatile/double_bit/device_memory": "1",
+                  "ecc_errors/volatile/double_bit/total": "1", "ecc_errors/aggregate/double_bit/total": "1"})
+    verdict = health.judge_ecc_uncorrectable([old])  # the pre-535 schema: double_bit totals
+    assert verdict.ok is False and verdict.observed == {"0000:01:00.0": [
+        "ecc_errors/volatile/double_bit/total=1", "ecc_errors/aggregate/double_bit/total=1"]}
+
+
+def test_page_retirement_on_gpus_that_retire_pages():
+    volta = _gpu(**{"retired_pages/pending_retirement": "Yes", "remapped_rows/remapped_row_pending": "N/A"})
+    assert health.judge_row_remap([volta]).ok is False
+    assert health.judge_row_remap([_gpu(**{"retired_pages/pending_retirement": "No"})]).ok is True
+
+
+def test_a_momentary_slowdown_is_no_verdict_a_lasting_one_fails():
+    first = _real(**{HW_THERMAL: "Active"})
+    assert health.needs_second_sample(first)
+    momentary = health.judge_throttle(first, _real(), interval_s=1.0)
+    assert momentary.ok is True and "momentary" in "\n".join(momentary.evidence)
+    lasting = health.judge_throttle(first, _real(**{HW_THERMAL: "Active"}), interval_s=1.0)
+    assert lasting.ok is False and f"{HW_THERMAL}=Active in both samples 1.0 s apart" in str(lasting.observed)
+    power_cap = _real(**{"clocks_event_reasons/clocks_event_reason_sw_power_cap": "Active"})
+    assert not health.needs_second_sample(power_cap)  # not judged by default: a loaded GPU at its power limit
+    assert health.needs_second_sample(power_cap, ("sw_power_cap",))
+
+
+def test_persistence_mode_as_asked():
+    assert health.judge_persistence_mode(_real(), "disabled").ok is False
+    assert health.judge_persistence_mode(_real(persistence_mode="Disabled"), "disabled").ok is True
+
+
+BANNER = "Nov 30 02:11:04 h kernel: Linux version 6.8.0-49-generic (buildd@lcy02-amd64-028) #49-Ubuntu SMP\n"
+XID = "Nov 30 03:40:17 h kernel: NVRM: Xid (PCI:0000:21:00): 79, pid='<unknown>', GPU has fallen off the bus.\n"
+
+
+@pytest.mark.parametrize("rc, stdout, stderr, problem", [
+    (0, BANNER, "", ""),
+    (0, BANNER + XID, "", ""),
+    (1, "-- No entries --\n", "", "no kernel messages of this boot"),  # a container's own journal
+    (0, "", "No journal files were found.\n", "no journal on this host"),
+    (0, "-- No entries --\n", "Hint: You are currently not seeing messages from other users and the system.\n"
+     "      Users in groups 'adm', 'systemd-journal' can see all messages.\n", "not allowed to read the system"),
+    (127, "", "bash: line 1: journalctl: command not found\n", "no journalctl"),
+])
+def test_journal_answers(rc, stdout, stderr, problem):
+    log = health.read_journal(rc, stdout, stderr, "journalctl ...")
+    assert (problem in log.problem) if problem else not log.problem
+    assert [x.code for x in log.xids] == ([79] if "Xid" in stdout else [])
+
+
+@pytest.mark.parametrize("stdout, problem", [
+    ("[    0.000000] Linux version 6.18.44 (root@build) #1 SMP\n", ""),
+    ("dmesg: read kernel buffer failed: Operation not permitted\n", "Operation not permitted"),
+    ("bash: line 1: dmesg: command not found\n", "command not found"),
+    ("", "no longer reaches back to boot"),  # the ring buffer wrapped: older Xid lines may be lost
+])
+def test_dmesg_answers(stdout, problem):
+    log = health.read_dmesg(0 if stdout.strip() else 1, stdout, "", "dmesg ...")
+    assert (problem in log.problem) if problem else not log.problem
+
+
+def test_xid_verdicts():
+    log = health.read_journal(0, BANNER + XID, "", "journalctl ...")
+    failed = health.judge_xid([log])
+    assert failed.ok is False and failed.observed == {"Xid 79": "1x: GPU has fallen off the bus"}
+    assert failed.evidence == [XID.strip()] and "79 = GPU has fallen off the bus" in failed.hint
+    assert health.judge_xid([log], allowed=(79,)).ok is True
+    unreadable = health.judge_xid([health.KernelLog("journalctl ...", [], "no journal"),
+                                   health.KernelLog("dmesg ...", [], "dmesg: Operation not permitted")])
+    assert unreadable.ok is None and "no journal" in unreadable.reason and "not permitted" in unreadable.reason
+
+
+def _host(tmp_path, journal: tuple[str, str, int] | None, dmesg: tuple[str, str, int]) -> HostFacts:
+    for tool, answer in (("journalctl", journal), ("dmesg", dmesg)):
+        if answer is not None:
+            out, to, rc = answer
+            (tmp_path / tool).write_text(f"#!/bin/sh\nprintf '%s\\n' '{out}' {to}\nexit {rc}\n")
+            (tmp_path / tool).chmod(0o755)
+    spec = HostSpec(name="me", platform="p", transport=LocalTransport(path_prepend=[str(tmp_path)]))
+    return HostFacts(connect(spec))
+
+
+def test_auto_falls_back_to_dmesg_when_there_is_no_journal(tmp_path):
+    facts = _host(tmp_path, ("No journal files were found.", ">&2", 0),
+                  ("[    0.000000] Linux version 6.18.44 #1 SMP", "", 0))
+    logs = facts.kernel_log("auto")
+    assert [bool(log.problem) for log in logs] == [True, False]
+    assert logs[1].source.startswith("dmesg") and health.judge_xid(logs).ok is True
+
+
+def test_no_readable_kernel_log_is_not_reported_with_both_causes(tmp_path):
+    facts = _host(tmp_path, ("No journal files were found.", ">&2", 0),
+                  ("dmesg: read kernel buffer failed: Operation not permitted", ">&2", 1))
+    verdict = health.judge_xid(facts.kernel_log("auto"))
+    assert verdict.ok is None
+    assert "No journal files were found" in verdict.reason and "Operation not permitted" in verdict.reason
+
+
+def test_journal_only_does_not_try_dmesg(tmp_path):
+    facts = _host(tmp_path, ("No journal files were found.", ">&2", 0), ("never read", "", 0))
+    assert [log.source.split()[0] for log in facts.kernel_log("journal")] == ["journalctl"]
+
+
+def test_skip_and_not_reported_are_exclusive():
+    with pytest.raises(ValueError, match="both skipped and expected not reported"):
+        GpuHealthSpec(skip=["xid"], not_reported=["xid"])
