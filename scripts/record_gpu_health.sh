@@ -29,9 +29,17 @@ XID_DMESG="dmesg 2>&1 | grep -E 'NVRM: Xid|Linux version|dmesg: '"       # = llm
 date -u +%Y-%m-%dT%H:%M:%SZ >"$R/date-utc.txt"
 cap uname-a.txt 10 "uname -a"
 cap nvidia-smi-q.xml 60 "nvidia-smi -q -x"
-cap nvidia-smi-q-x-d-PERFORMANCE-1.xml 60 "nvidia-smi -q -x -d PERFORMANCE"
+R6="sw_power_cap hw_slowdown hw_thermal_slowdown hw_power_brake_slowdown sw_thermal_slowdown sync_boost"
+CLOCKS=pci.bus_id$(for r in $R6; do printf ',clocks_event_reasons.%s' "$r"; done)
+THROTTLE=pci.bus_id$(for r in $R6; do printf ',clocks_throttle_reasons.%s' "$r"; done)
+cap smi-clocks-1.csv 60 "nvidia-smi --query-gpu=$CLOCKS --format=csv,noheader"  # = llmval.hostfacts.SMI_CLOCKS
 sleep 1
-cap nvidia-smi-q-x-d-PERFORMANCE-2.xml 60 "nvidia-smi -q -x -d PERFORMANCE"
+cap smi-clocks-2.csv 60 "nvidia-smi --query-gpu=$CLOCKS --format=csv,noheader"
+cap smi-clocks-header.csv 60 "nvidia-smi --query-gpu=$CLOCKS --format=csv"
+cap smi-clocks-active.csv 60 "nvidia-smi --query-gpu=pci.bus_id,clocks_event_reasons.active --format=csv,noheader"
+cap smi-throttle-names.csv 60 "nvidia-smi --query-gpu=$THROTTLE --format=csv,noheader"
+cap smi-q-x-d-PERFORMANCE.xml 60 "nvidia-smi -q -x -d PERFORMANCE"
+cap help-query-gpu-clocks.txt 30 "nvidia-smi --help-query-gpu | grep -n -i -A2 'clocks_event_reasons\|clocks_throttle_reasons'"
 cap xid-journal.txt 30 "$XID_JOURNAL"
 cap xid-dmesg.txt 30 "$XID_DMESG"
 cap which-log-tools.txt 10 'for t in journalctl dmesg setpriv; do printf "%s: " $t; command -v $t || echo MISSING; done'

@@ -49,7 +49,10 @@ def test_every_read_only_template_is_used_by_some_replay_or_live_run():
     "grep -hE 'NCCL (INFO|WARN)' /var/log/x.log | tee /etc/motd",
     "nvidia-smi -r",
     "nvidia-smi -pm 1",
-    "nvidia-smi -q -x -d PERFORMANCE; nvidia-smi -r",
+    "nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader; nvidia-smi -r",
+    "nvidia-smi --query-gpu=pci.bus_id,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,"
+    "clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.hw_power_brake_slowdown,"
+    "clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.sync_boost --format=csv,noheader -pm 0",
     "journalctl -k -b --no-pager -g 'NVRM: Xid|Linux version' --vacuum-time=1s",
     "journalctl --rotate",
     "dmesg -C",

@@ -66,3 +66,13 @@ def test_xid_lines_old_and_new_formats():
                                                   (119, "PCI:000f:01:00")]
     assert xids[0].meaning == "GPU has fallen off the bus" and xids[0].line.endswith("fallen off the bus.")
     assert has_boot_banner(log) and not has_boot_banner("NVRM: loading NVIDIA UNIX Open Kernel Module")
+
+
+def test_clocks_query_rows_use_the_xml_paths():
+    from llmval.parsers.gpu_health import parse_clocks_query
+
+    rows = parse_clocks_query("00000000:00:06.0, Not Active, Active, Active, Not Active, Not Active, Not Active\n")
+    assert rows[0].bus_id == "0000:00:06.0"
+    assert rows[0].fields["clocks_event_reasons/clocks_event_reason_hw_thermal_slowdown"] == "Active"
+    with pytest.raises(ParseError, match="expected 7 columns"):
+        parse_clocks_query("Field \"clocks_event_reasons.sync_boost\" is not a valid field to query.\n")

@@ -35,7 +35,7 @@ from .inventory import HostSpec, ModelFileSpec
 from .parsers.docker import ContainerInfo, parse_docker_inspect
 from .parsers.env import parse_environ
 from .parsers.files import parse_find_listing, parse_sha256sum
-from .parsers.gpu_health import GpuHealth, parse_gpu_health_xml
+from .parsers.gpu_health import CLOCKS_QUERY_FIELDS, GpuHealth, parse_clocks_query, parse_gpu_health_xml
 from .parsers.ip import Link, parse_ip_addr
 from .parsers.nccl import NcclLog, parse_nccl_log
 from .parsers.nvidia_smi import (
@@ -126,14 +126,14 @@ RAY_NODES = Command("ray-nodes", "ray list nodes --format json")
 RAY_NODES_DOCKER = Command("ray-nodes-docker", "docker exec {name} ray list nodes --format json")
 FILE_LIST = Command("file-list", "find -L {path} -type f -printf '%s %T@ %p\\n'")
 SHA256 = Command("sha256", "sha256sum -- {paths*}")
-SMI_PERF_XML = Command("smi-perf-xml", "nvidia-smi -q -x -d PERFORMANCE")
+SMI_CLOCKS = Command("smi-clocks", f"nvidia-smi --query-gpu={','.join(CLOCKS_QUERY_FIELDS)} --format=csv,noheader")
 XID_JOURNAL = Command("xid-journal", "journalctl -k -b --no-pager -g 'NVRM: Xid|Linux version'")
 XID_DMESG = Command("xid-dmesg", "dmesg 2>&1 | grep -E 'NVRM: Xid|Linux version|dmesg: '")
 
 READ_ONLY: tuple[Command, ...] = (
     UNAME, GPU_QUERY, SMI_XML, P2P_READ, GPU_HOLDERS, PROC_CGROUP, PCI_DRIVERS, LXC_CONF, VM_CONF, IP_ADDR, UNIT_SHOW,
     CONTAINER_INSPECT, PROCESS_ENV, NCCL_FILE, NCCL_JOURNAL, NCCL_DOCKER, RAY_NODES, RAY_NODES_DOCKER, FILE_LIST,
-    SHA256, SMI_PERF_XML, XID_JOURNAL, XID_DMESG,
+    SHA256, SMI_CLOCKS, XID_JOURNAL, XID_DMESG,
 )
 """Every command a smoke or nightly host check may send. Each only reads."""
 
@@ -224,9 +224,9 @@ class HostFacts:
 
     @_memo
     def gpu_health_resample(self) -> list[GpuHealth]:
-        """A second sample of the clocks event reasons, RESAMPLE_INTERVAL_S after asking (`-d PERFORMANCE`)."""
+        """A second sample of the clocks event reasons (CSV query), RESAMPLE_INTERVAL_S after asking."""
         time.sleep(RESAMPLE_INTERVAL_S)  # sampling interval, not a readiness wait
-        return parse_gpu_health_xml(self._output(SMI_PERF_XML.render()))
+        return parse_clocks_query(self._output(SMI_CLOCKS.render()))
 
     @_memo
     def kernel_log(self, kind: str) -> list[KernelLog]:

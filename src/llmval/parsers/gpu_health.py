@@ -85,6 +85,30 @@ def parse_gpu_health_xml(text: str) -> list[GpuHealth]:
     return gpus
 
 
+CLOCK_REASONS = ("sw_power_cap", "hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+                 "sw_thermal_slowdown", "sync_boost")
+CLOCKS_QUERY_FIELDS = ("pci.bus_id", *(f"clocks_event_reasons.{r}" for r in CLOCK_REASONS))
+"""The second clocks sample: `nvidia-smi --query-gpu=<these> --format=csv,noheader` (driver 580 refuses `-d`
+together with `-x`: "--display/-d flags can not be combined with -x/--xml-format flags", real H200)."""
+
+
+def parse_clocks_query(text: str) -> list[GpuHealth]:
+    """Rows of the clocks-event query, as GpuHealth whose fields use the XML's paths
+    (`clocks_event_reasons/clocks_event_reason_hw_slowdown`), so both samples are judged and quoted alike."""
+    source = "nvidia-smi --query-gpu=clocks_event_reasons"
+    gpus = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(CLOCKS_QUERY_FIELDS):
+            raise ParseError(source, f"expected {len(CLOCKS_QUERY_FIELDS)} columns, got {len(cells)}", line)
+        fields = {f"clocks_event_reasons/clocks_event_reason_{reason}": value
+                  for reason, value in zip(CLOCK_REASONS, cells[1:], strict=True)}
+        gpus.append(GpuHealth(bus_id=normalize_bus_id(cells[0]), name="", fields=fields))
+    return gpus
+
+
 XID_RE = re.compile(r"NVRM: Xid \((?P<device>[^)]*)\): (?P<code>\d+)(?:,\s*(?P<detail>.*))?")
 """`NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.` (the
 driver's format; older drivers leave out pid and name)."""

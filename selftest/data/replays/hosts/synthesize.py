@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from llmval import hostfacts as hf  # noqa: E402
 from llmval.inventory import Inventory, load_inventory  # noqa: E402
+from llmval.parsers.gpu_health import CLOCK_REASONS  # noqa: E402
 from llmval.recording import CommandResult  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -81,8 +82,7 @@ def _tree(tag: str, children: list[str] | str, depth: int) -> list[str]:
 
 
 def perf_elements(h: Health, depth: int = 2) -> list[str]:
-    """`performance_state` and `clocks_event_reasons` (all that `nvidia-smi -q -x -d PERFORMANCE` prints per GPU,
-    with the event counters)."""
+    """`performance_state` and `clocks_event_reasons`."""
     reasons = [f"{chr(9) * (depth + 1)}<clocks_event_reason_{r}>{'Active' if r in h.active else 'Not Active'}"
                f"</clocks_event_reason_{r}>" for r in REASONS]
     return [*_tree("performance_state", h.pstate, depth), *_tree("clocks_event_reasons", reasons, depth)]
@@ -140,12 +140,10 @@ def smi_xml(driver: str, cuda: str, gpus: list[tuple[str, str, int]], health: di
     return "\n".join([*parts, "</nvidia_smi_log>", ""])
 
 
-def smi_perf_xml(driver: str, cuda: str, health: dict[str, Health]) -> str:
-    """`nvidia-smi -q -x -d PERFORMANCE`: per GPU only the performance state and clocks event reasons."""
-    parts = _header(driver, cuda, len(health))
-    for bus, h in health.items():
-        parts += [f'\t<gpu id="0000{bus.upper()}">', *perf_elements(h), "\t</gpu>"]
-    return "\n".join([*parts, "</nvidia_smi_log>", ""])
+def smi_clocks(health: dict[str, Health]) -> str:
+    """`nvidia-smi --query-gpu=pci.bus_id,clocks_event_reasons.<...> --format=csv,noheader` rows."""
+    return "".join(f"0000{bus.upper()}, " + ", ".join("Active" if r in h.active else "Not Active"
+                                                      for r in CLOCK_REASONS) + "\n" for bus, h in health.items())
 
 
 KPRO6_BANNER = ("Linux version 6.14.8-2-pve (build@proxmox) (gcc (Debian 14.2.0-19) 14.2.0, GNU ld (GNU Binutils "
@@ -243,7 +241,7 @@ def kpro6_answers(inv: Inventory, variant: str) -> Answers:
         health[ct_bus[3]] = Health(dram_correctable=14, remap_corr=1, remap_pending="Yes")
     if variant == "thermal-slowdown":  # held down in both samples
         health[ct_bus[0]] = Health(active=("hw_slowdown", "hw_thermal_slowdown"), temp_c=94)
-        put("kpro6-ct129", hf.SMI_PERF_XML.render(), smi_perf_xml(KPRO6_DRIVER, "13.0", health))
+        put("kpro6-ct129", hf.SMI_CLOCKS.render(), smi_clocks(health))
     put("kpro6-ct129", hf.SMI_XML.render(),
         smi_xml(KPRO6_DRIVER, "13.0", [(b, RTX, i) for i, b in enumerate(ct_bus)], health))
     cap = "12.1" if variant == "wrong-cc" else "12.0"
