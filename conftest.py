@@ -9,6 +9,7 @@ pytest_plugins = [
     "fixtures.serving",
     "fixtures.engine",
     "fixtures.launch",
+    "fixtures.ready",
     "fixtures.reporting",
     "fixtures.accuracy",
     "fixtures.agentic",

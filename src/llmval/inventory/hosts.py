@@ -239,6 +239,9 @@ class HostSpec(Spec):
     transport: Transport = LocalTransport()
     timeout_s: float = Field(20, gt=0, le=3600)
     """Per-command timeout; a host that hangs fails its checks after this, without blocking others."""
+    wait_ready_s: float | None = Field(None, ge=0, le=86400)
+    """Attach mode: how long to wait for this host to answer its transport before judging it (after a reboot).
+    `--wait-ready=SECONDS` overrides it; unset: no waiting unless `--wait-ready` is given."""
     gpus: GpuSpec | None = None
     proxmox: ProxmoxSpec | None = None
     interfaces: list[InterfaceSpec] = []

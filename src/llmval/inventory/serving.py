@@ -93,6 +93,10 @@ class EndpointSpec(Spec):
     health_timeout_s: float = Field(5, gt=0, le=60)
     """Timeout of the health and readiness probes (GET /health): short, so a server that accepts connections
     and never answers is named in seconds, whatever request_timeout_s is."""
+    wait_ready_s: float | None = Field(None, ge=0, le=86400)
+    """Attach mode: how long to wait for this endpoint to be ready (health 200 and its model listed) before
+    judging it, e.g. after a reboot (the 122B model loads for minutes). `--wait-ready=SECONDS` overrides it;
+    unset: no waiting unless `--wait-ready` is given."""
     expect: ServingExpect = ServingExpect()
     tool_calls: ToolCallGates = ToolCallGates()
     reasoning: bool = False

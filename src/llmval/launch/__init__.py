@@ -11,6 +11,7 @@ and that the port is free, and keeps the logs and a `summary.json` under the log
 from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
 from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
 from ._process import LAUNCH_ID_ENV, BackgroundProcess, ProcessInfo, group_members, listeners, tagged_processes
+from ._ready import ReadyTarget, TargetReadiness, endpoint_probe, host_probe, log_watch, wait_all_ready
 from ._signals import install_terminate_as_interrupt, signals_deferred
 from ._stack import LaunchSummary, Stack, StepRecord, http_ok, port_open
 from ._watch import DockerWatch, FileWatch, Observation, ProcessWatch, SystemdWatch, Watch
@@ -28,19 +29,25 @@ __all__ = [
     "PortInUse",
     "ProcessInfo",
     "ProcessWatch",
+    "ReadyTarget",
     "Stack",
     "StepRecord",
     "SystemdWatch",
+    "TargetReadiness",
     "TeardownError",
     "Watch",
+    "endpoint_probe",
     "error_line",
     "group_members",
+    "host_probe",
     "http_ok",
     "install_terminate_as_interrupt",
     "listeners",
+    "log_watch",
     "parse_gpu_memory_used_mib",
     "parse_ray_alive_nodes",
     "port_open",
     "signals_deferred",
     "tagged_processes",
+    "wait_all_ready",
 ]

@@ -1,0 +1,14 @@
+"""With `--wait-ready`, the host answered its transport within the wait (after a reboot it may take minutes)."""
+
+import pytest
+
+pytestmark = [pytest.mark.hosts, pytest.mark.smoke]
+
+
+def test_host_ready_within_wait(host, readiness, expect):
+    outcome = readiness[host.name]
+    expect(host.name, "hosts.ready", expected=f"answers `uname -a` within {outcome.deadline_s:g} s",
+           observed=f"answered after {outcome.waited_s:g} s" if outcome.ready
+           else f"no answer after {outcome.deadline_s:g} s: {outcome.last_reason}",
+           ok=outcome.ready, hint="the host is still booting or its transport is wrong (address, user, key, "
+                                  "container id)", evidence=outcome.verdict())
