@@ -185,3 +185,39 @@ def test_journal_only_does_not_try_dmesg(tmp_path):
 def test_skip_and_not_reported_are_exclusive():
     with pytest.raises(ValueError, match="both skipped and expected not reported"):
         GpuHealthSpec(skip=["xid"], not_reported=["xid"])
+
+
+HEALTH = ROOT / "selftest" / "data" / "real" / "h200x2-health"
+
+
+def _capture(name: str) -> tuple[int, str, str, str]:
+    rows = {r.split("\t")[0]: r.split("\t") for r in (HEALTH / "MANIFEST.tsv").read_text().splitlines()}
+    stderr = HEALTH / f"{name}.stderr"
+    return (int(rows[name][1]), (HEALTH / name).read_text(), stderr.read_text() if stderr.exists() else "",
+            rows[name][2])
+
+
+def test_real_h200_kernel_log_no_journal_then_dmesg_and_unprivileged_dmesg_denied():
+    from llmval import hostfacts
+
+    journal, dmesg, nobody = _capture("xid-journal.txt"), _capture("xid-dmesg.txt"), _capture("xid-dmesg-nobody.txt")
+    assert journal[3] == hostfacts.XID_JOURNAL.render() and dmesg[3] == hostfacts.XID_DMESG.render()
+    logs = [health.read_journal(*journal), health.read_dmesg(*dmesg)]
+    assert "no journalctl" in logs[0].problem and not logs[1].problem  # rc 127, then the banner, no Xid
+    assert health.judge_xid(logs).ok is True
+    denied = health.read_dmesg(*nobody)  # dmesg_restrict=1 on the real machine; grep passed the error on (rc 0)
+    assert nobody[0] == 0 and "Operation not permitted" in denied.problem
+    assert health.judge_xid([health.read_journal(*journal), denied]).ok is None
+
+
+def test_real_h200_clocks_samples_parse_and_match_the_command():
+    from llmval import hostfacts
+    from llmval.parsers.gpu_health import parse_clocks_query
+
+    rc, text, _, command = _capture("smi-clocks-2.csv")
+    assert rc == 0 and command == hostfacts.SMI_CLOCKS.render()
+    second = parse_clocks_query(text)
+    assert [g.bus_id for g in second] == ["0000:00:06.0", "0000:00:07.0"]
+    first = parse_gpu_health_xml((HEALTH / "nvidia-smi-q.xml").read_text())
+    assert health.judge_throttle(first, second).ok is True
+    assert _capture("smi-q-x-d-PERFORMANCE.xml")[0] == 2  # driver 580 refuses -d with -x: why the CSV form

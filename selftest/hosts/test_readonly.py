@@ -31,8 +31,7 @@ def test_every_read_only_template_is_used_by_some_replay_or_live_run():
     used = {c.name for c in READ_ONLY for cmd in _recorded_commands() if c.pattern.fullmatch(cmd)}
     # process env, file NCCL logs, plain `ray list`, docker logs and the per-pid cgroup of a non-allowed holder
     # are exercised by the stand-in live runs (test_live.py) or the local inventory instead
-    # (xid-dmesg: the fall-back where no journal answers, in selftest/hosts/test_gpu_health.py)
-    assert set(c.name for c in READ_ONLY) - used <= {"process-env", "nccl-docker", "ray-nodes", "xid-dmesg"}
+    assert set(c.name for c in READ_ONLY) - used <= {"process-env", "nccl-docker", "ray-nodes"}
 
 
 @pytest.mark.parametrize("command", [

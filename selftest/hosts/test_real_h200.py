@@ -36,4 +36,8 @@ def test_live_recording_of_the_contract_on_the_h200_replays_green(pytester):
     result, outcomes = run_hosts(pytester, "--inventory", str(INVENTORIES / "h200x2.toml"),
                                  "--replay", str(REPLAYS / "REAL-h200x2-live"))
     assert not_passed(outcomes) == {}, result.stdout.str()[-3000:]
-    assert sum(o == "passed" for o, _ in outcomes.values()) == 11
+    passed = {n.split("::")[1] for n, (o, _) in outcomes.items() if o == "passed"}
+    assert len(passed) == 17
+    health = ("pcie_link_at_its_maximum", "no_uncorrectable_ecc_errors", "no_pending_row_remap", "no_xid_since_boot",
+              "no_thermal_or_power_slowdown", "persistence_mode_as_declared")
+    assert {f"test_gpu_{name}[h200]" for name in health} <= passed

@@ -412,18 +412,23 @@ REAL_FILES = {  # capture file -> the contract command it answers (identical com
 }
 
 
+REAL_HEALTH = ROOT / "selftest" / "data" / "real" / "h200x2-health"
+REAL_HEALTH_FILES = {"xid-journal.txt": hf.XID_JOURNAL, "xid-dmesg.txt": hf.XID_DMESG}
+"""The kernel-log answers come from a later lease of the same kind (2026-12-01, same image, kernel and driver)."""
 REAL_NCCL_LOG = "/tmp/llmval-nccl/nccl.*.log"  # selftest/data/inventories/h200x2.toml [hosts.nccl]
 
 
 def real_answers() -> Answers:
-    manifest = {line.split("\t")[0]: line.split("\t") for line in (REAL / "MANIFEST.tsv").read_text().splitlines()}
     a: Answers = {}
-    for name, command in REAL_FILES.items():
-        _, rc, recorded = manifest[name]
-        assert recorded == command.render(), (name, recorded, command.render())
-        stderr = REAL / f"{name}.stderr"
-        a[("h200", recorded)] = CommandResult("h200", recorded, int(rc), (REAL / name).read_text(),
-                                              stderr.read_text() if stderr.exists() else "", 0.0)
+    for folder, files in ((REAL, REAL_FILES), (REAL_HEALTH, REAL_HEALTH_FILES)):
+        rows = (folder / "MANIFEST.tsv").read_text().splitlines()
+        manifest = {line.split("\t")[0]: line.split("\t") for line in rows}
+        for name, command in files.items():
+            _, rc, recorded = manifest[name]
+            assert recorded == command.render(), (name, recorded, command.render())
+            stderr = folder / f"{name}.stderr"
+            a[("h200", recorded)] = CommandResult("h200", recorded, int(rc), (folder / name).read_text(),
+                                                  stderr.read_text() if stderr.exists() else "", 0.0)
     # The inventory's NCCL log (kpro6's NCCL_P2P_DISABLE=1 on real NCCL): what `grep -hE 'NCCL (INFO|WARN)'`
     # prints of the recorded P2P-disabled all-reduce, filtered here exactly as grep would.
     nccl = hf.NCCL_FILE.render(path=REAL_NCCL_LOG)
