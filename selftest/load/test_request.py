@@ -14,6 +14,7 @@ from llmval.load import completion_payload, stream_completion
 from .fakes import FakeClock, TimedStream
 from .strategies import completion_streams, wire_length, wire_pieces
 
+SSE = {"content-type": "text/event-stream"}
 PAYLOAD = completion_payload(model="m", prompt="p", output_len=8, temperature=0.0, ignore_eos=True)
 
 
@@ -24,7 +25,7 @@ def _measure(pieces, *, status: int = 200, fail_after: int | None = None, body: 
         if status != 200:
             return httpx.Response(status, content=body)
         shifted = list(pieces)
-        return httpx.Response(200, stream=TimedStream(shifted, clock, fail_after=fail_after))
+        return httpx.Response(200, headers=SSE, stream=TimedStream(shifted, clock, fail_after=fail_after))
 
     async def go():
         async with httpx.AsyncClient(transport=httpx.MockTransport(handle), base_url="http://fake") as client:
@@ -97,3 +98,16 @@ def test_cuts_between_newlines_and_inside_utf8_keep_the_timing():
     record = _measure(pieces)
     assert (record.success, record.ttft_s, record.latency_s, record.output_tokens) == (True, 0.1, 0.3, 2)
     assert record.tpot_s == pytest.approx(0.2)
+
+
+def test_a_200_that_is_not_an_sse_stream_is_a_failed_request_naming_the_content_type():
+    async def go():
+        def handle(request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200, json={"choices": []})
+
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handle), base_url="http://fake") as client:
+            return await stream_completion(client, PAYLOAD)
+
+    record = asyncio.run(go())
+    assert not record.success
+    assert "not an SSE stream" in record.error and "application/json" in record.error

@@ -57,7 +57,8 @@ class FakeServer:
         usage = {"choices": [], "usage": {"prompt_tokens": len(self._ids(body["prompt"])) + 1, "completion_tokens": n}}
         events = [*chunks, (chunks[-1][0], json.dumps(usage)), (chunks[-1][0], "[DONE]")]
         pieces = [(at, f"data: {data}\n\n".encode()) for at, data in events]
-        return httpx.Response(200, stream=TimedStream(pieces, self.clock))
+        sse = {"content-type": "text/event-stream"}
+        return httpx.Response(200, headers=sse, stream=TimedStream(pieces, self.clock))
 
 
 def _run(server: FakeServer, workload: Workload, nonce: str = "run1"):

@@ -20,7 +20,6 @@ from ._engine import EngineCounters, WindowDeltas, read_counters, server_identit
 from ._prompts import Prompt, build_prompt, build_prompts
 from ._request import RequestRecord, completion_payload, stream_completion
 from ._runner import LoadRun, OtherLoad, Workload, run_load
-from ._sse import SseSplitter
 from ._stats import Distribution, RunMetrics, compute_metrics, max_concurrency, percentile
 
 __all__ = [
@@ -34,7 +33,6 @@ __all__ = [
     "Regression",
     "RequestRecord",
     "RunMetrics",
-    "SseSplitter",
     "WindowDeltas",
     "Workload",
     "build_prompt",

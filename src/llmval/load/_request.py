@@ -16,8 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
-
-from ._sse import SseSplitter
+import httpx_sse
 
 Clock = Callable[[], float]
 
@@ -115,7 +114,6 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
     """POST one streaming completion and time it; never raises for a failed request (see `error`)."""
     record = RequestRecord()
     timing = _Timing(record)
-    splitter = SseSplitter()
     record.start_time = clock()
     try:
         async with client.stream("POST", path, json=payload) as response:
@@ -123,16 +121,17 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
                 body = (await response.aread()).decode("utf-8", "replace")
                 record.error = f"HTTP {response.status_code}: {body[:300]}"
                 return record
-            async for chunk in response.aiter_bytes():
-                at = clock()
-                for data in splitter.feed(chunk):
-                    timing.message(data, at)
-            for data in splitter.close():
-                timing.message(data, clock())
+            # httpx-sse splits the stream into events whatever the byte chunking; each event is timed when
+            # it is complete (its blank line arrived), which is when vLLM's client times it too
+            async for event in httpx_sse.EventSource(response).aiter_sse():
+                timing.message(event.data, clock())
         timing.finish()
     except _StreamBroken as broken:
         record.success = False
         record.error = str(broken)
+    except httpx_sse.SSEError as error:  # not text/event-stream
+        record.success = False
+        record.error = f"not an SSE stream: {error}"
     except httpx.HTTPError as error:
         record.success = False
         record.error = f"{type(error).__name__}: {error}"

@@ -1,16 +1,18 @@
 """Run metrics with `vllm bench serve`'s definitions and key names (`calculate_metrics` in serve.py).
 
-Percentiles use numpy's default ("linear") method, so `p99_ttft_ms` here and in vLLM's result JSON
-mean the same number. `decode_tok_s` = 1000 / median TPOT, the single-stream decode speed people
-quote; never 1000 / mean ITL (ITL is per chunk and lies under speculative decoding).
+Mean, median, std and percentiles are numpy's (`np.percentile`, "linear"), as in vLLM, so
+`p99_ttft_ms` here and in vLLM's result JSON mean the same number. `decode_tok_s` = 1000 / median
+TPOT, the single-stream decode speed people quote; never 1000 / mean ITL (ITL is per chunk and lies
+under speculative decoding).
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+
+import numpy as np
 
 from ._request import RequestRecord
 
@@ -18,26 +20,16 @@ PERCENTILES = (50.0, 90.0, 99.0)
 
 
 def percentile(values: Sequence[float], p: float) -> float:
-    """The p-th percentile with linear interpolation between order statistics (numpy's default).
+    """The p-th percentile with linear interpolation between order statistics (`np.percentile`, as vLLM).
 
     >>> percentile([1, 2, 3, 4], 50)
     2.5
     """
-    if not values:
+    if not len(values):
         raise ValueError("percentile of no values")
     if not 0 <= p <= 100:
         raise ValueError(f"percentile {p} is outside [0, 100]")
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * (p / 100)  # numpy divides q by 100 first; same rounding
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    fraction = rank - low
-    # numpy's _lerp: a + (b - a) * t, switched to b - (b - a) * (1 - t) for t >= 0.5 (same rounding)
-    a, b = ordered[low], ordered[high]
-    diff = b - a
-    if high == low:
-        return a
-    return b - diff * (1 - fraction) if fraction >= 0.5 else a + diff * fraction
+    return float(np.percentile(values, p))
 
 
 @dataclass(frozen=True)
@@ -51,9 +43,9 @@ class Distribution:
 
     @classmethod
     def of_seconds(cls, values: Sequence[float], percentiles: Sequence[float] = PERCENTILES) -> Distribution:
-        ms = [v * 1000 for v in values] or [0.0]  # vLLM reports 0 for an empty list (np.mean(x or 0))
-        return cls(mean=statistics.fmean(ms), median=statistics.median(ms), std=statistics.pstdev(ms),
-                   percentiles={_pkey(p): percentile(ms, p) for p in percentiles})
+        ms = np.asarray([v * 1000 for v in values] or [0.0])  # vLLM reports 0 for an empty list (np.mean(x or 0))
+        return cls(mean=float(np.mean(ms)), median=float(np.median(ms)), std=float(np.std(ms)),
+                   percentiles={_pkey(p): float(np.percentile(ms, p)) for p in percentiles})
 
 
 def _pkey(p: float) -> str:
