@@ -77,7 +77,7 @@ def test_stream_follows_the_schedule_never_early_with_usage_in_the_final_chunk()
     due = schedule.chunk_offsets_s(13)
     arrivals = [record.ttft_s + sum(record.itl_s[:k]) for k in range(len(record.itl_s) + 1)]
     assert all(at >= d - 1e-3 for at, d in zip(arrivals, due, strict=True))  # 1 ms: the loop's clock granularity
-    assert record.tpot_s >= (due[-1] - due[0]) / 12 - 1e-3
+    assert len(record.itl_s) == 4  # per chunk, not per token (a late first chunk shortens the next gap: no bound)
     assert source.lateness.events == 5
 
 
