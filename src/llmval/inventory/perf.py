@@ -42,6 +42,18 @@ class PerfSpec(Spec):
     """Allowed relative regression against the stored baseline."""
     quoted_tok_s: float | None = None
     """The number the owners quote (e.g. 277 tok/s on kpro6), for the status document."""
+    request_rates: list[float] = Field(default_factory=list)
+    """A sweep over request rates (req/s, Poisson arrivals as `vllm bench serve --request-rate`); one run each."""
+    rate_requests: int = Field(16, ge=2)
+    """Measured requests per rate of the sweep."""
+    rate_max_concurrency: int | None = Field(None, ge=1)
+    """Concurrency cap during the sweep (`--max-concurrency`); None: uncapped, as vLLM's default."""
+    goodput_ttft_ms: float | None = Field(None, gt=0)
+    """TTFT SLO of a request counted as goodput."""
+    goodput_tpot_ms: float | None = Field(None, gt=0)
+    """TPOT SLO of a request counted as goodput."""
+    goodput_min: float | None = Field(None, gt=0, le=1)
+    """Minimum share of requests within the SLOs, at every rate of the sweep."""
 
     @model_validator(mode="after")
     def _gates_are_consistent(self) -> PerfSpec:
@@ -50,6 +62,12 @@ class PerfSpec(Spec):
         if self.ttft_concurrency not in {1, self.throughput_concurrency}:
             raise ValueError(f"ttft_concurrency {self.ttft_concurrency} is neither 1 nor throughput_concurrency "
                              f"({self.throughput_concurrency}); the TTFT gate reuses one of those two runs")
+        if self.goodput_min is not None and not self.request_rates:
+            raise ValueError("goodput_min needs request_rates (the sweep it is judged on)")
+        if self.goodput_min is not None and self.goodput_ttft_ms is None and self.goodput_tpot_ms is None:
+            raise ValueError("goodput_min needs goodput_ttft_ms or goodput_tpot_ms (the SLOs a request must meet)")
+        if any(rate <= 0 for rate in self.request_rates):
+            raise ValueError(f"request_rates must be positive req/s, got {self.request_rates}")
         return self
 
     @property

@@ -18,6 +18,7 @@ counters around the run through the engine's adapter class (speculative acceptan
 from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
 from ._prompts import Prompt, build_prompt, build_prompts
+from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep, poisson_offsets
 from ._request import RequestRecord, completion_payload, stream_completion
 from ._runner import LoadRun, OtherLoad, Workload, run_load
 from ._stats import Distribution, RunMetrics, compute_metrics, max_concurrency, percentile
@@ -27,12 +28,15 @@ __all__ = [
     "BaselineStore",
     "Distribution",
     "EngineCounters",
+    "Goodput",
     "LoadRun",
     "OtherLoad",
     "Prompt",
+    "RatePoint",
     "Regression",
     "RequestRecord",
     "RunMetrics",
+    "Slo",
     "WindowDeltas",
     "Workload",
     "build_prompt",
@@ -40,8 +44,11 @@ __all__ = [
     "compare_to_baseline",
     "completion_payload",
     "compute_metrics",
+    "goodput",
     "max_concurrency",
     "percentile",
+    "plot_sweep",
+    "poisson_offsets",
     "read_counters",
     "run_load",
     "server_identity",

@@ -19,6 +19,7 @@ from ..engines import EngineAdapter
 from ..errors import LlmvalError
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
+from ._rate import poisson_offsets
 from ._request import Clock, RequestRecord, completion_payload, stream_completion
 from ._stats import RunMetrics, compute_metrics
 
@@ -39,11 +40,14 @@ class Workload:
     warmup_requests: int
     temperature: float = 0.0
     ignore_eos: bool = True
+    request_rate: float | None = None
+    """Poisson arrivals at this many requests/s (then capped by `concurrency`); None: all at once."""
 
     def key(self) -> str:
         eos = "ignore-eos" if self.ignore_eos else "eos"
+        rate = f"-r{self.request_rate:g}" if self.request_rate is not None else ""
         return (f"in{self.input_len}-out{self.output_len}-c{self.concurrency}-n{self.num_requests}"
-                f"-t{self.temperature:g}-{eos}")
+                f"-t{self.temperature:g}-{eos}{rate}")
 
 
 @dataclass
@@ -91,14 +95,19 @@ class LoadRun:
 
 
 async def _run_batch(client: httpx.AsyncClient, payloads: list[dict], concurrency: int,
-                     clock: Clock) -> list[RequestRecord]:
+                     clock: Clock, offsets: list[float] | None = None) -> list[RequestRecord]:
+    """All payloads, at most `concurrency` at once; with `offsets`, request i arrives at start + offsets[i]
+    (absolute: a late request never delays the next arrival), then waits for a slot like vLLM's."""
     semaphore = asyncio.Semaphore(concurrency)
+    start = clock()
 
-    async def limited(payload: dict) -> RequestRecord:
+    async def limited(i: int, payload: dict) -> RequestRecord:
+        if offsets is not None and (wait := start + offsets[i] - clock()) > 0:
+            await asyncio.sleep(wait)
         async with semaphore:
             return await stream_completion(client, payload, clock=clock)
 
-    return list(await asyncio.gather(*(limited(p) for p in payloads)))
+    return list(await asyncio.gather(*(limited(i, p) for i, p in enumerate(payloads))))
 
 
 async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: str, engine: type[EngineAdapter],
@@ -126,8 +135,11 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
         await before_window()
     counters_client = metrics_client or client
     before: EngineCounters | None = await read_counters(counters_client, endpoint, engine)
+    measured = payloads[workload.warmup_requests:]
+    offsets = (poisson_offsets(len(measured), workload.request_rate, nonce)
+               if workload.request_rate is not None else None)
     started = clock()
-    records = await _run_batch(client, payloads[workload.warmup_requests:], workload.concurrency, clock)
+    records = await _run_batch(client, measured, workload.concurrency, clock, offsets)
     duration = clock() - started
     after = await read_counters(counters_client, endpoint, engine)
     return LoadRun(endpoint=endpoint, workload=workload, nonce=nonce, records=records, warmup=warmup,
