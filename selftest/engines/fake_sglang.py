@@ -71,6 +71,25 @@ sglang:generation_tokens_total{{model_name="{model}"}} {tokens}
 """
 
 
+TOKENS_PER_CHUNK = 3  # EAGLE, 4 steps, topk 1: one verify step emits 1 + accepted drafts (<= 5)
+
+
+def completion_stream(body: dict) -> str:
+    """A streamed /v1/completions answer (OpenAI SSE as SGLang sends it): TOKENS_PER_CHUNK words per chunk,
+    then the usage message and [DONE]. SYNTHESIZED: the shape, not a measurement."""
+    tokens = int(body.get("max_tokens", 16))
+    events = []
+    for start in range(0, tokens, TOKENS_PER_CHUNK):
+        n = min(TOKENS_PER_CHUNK, tokens - start)
+        last = start + n >= tokens
+        events.append({"id": "synth", "object": "text_completion", "created": 1796000000, "model": MODEL,
+                       "choices": [{"index": 0, "text": " the" * n, "logprobs": None,
+                                    "finish_reason": "length" if last else None}]})
+    events.append({"id": "synth", "object": "text_completion", "created": 1796000000, "model": MODEL, "choices": [],
+                   "usage": {"prompt_tokens": 40, "completion_tokens": tokens, "total_tokens": 40 + tokens}})
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+
+
 def handler(variant: str = "healthy", *, legacy: bool = False) -> callable:
     """An httpx.MockTransport handler; `legacy`: /server_info is 404 and only /get_server_info answers."""
     state = {"generated": 120000.0}
@@ -91,6 +110,9 @@ def handler(variant: str = "healthy", *, legacy: bool = False) -> callable:
         if path == "/metrics":
             return httpx.Response(200, text=METRICS_TEXT.format(model=MODEL, accept="3.05",
                                                                 tokens=state["generated"]))
+        if path == "/v1/completions" and request.method == "POST":
+            return httpx.Response(200, text=completion_stream(json.loads(request.content)),
+                                  headers={"content-type": "text/event-stream"})
         if path == "/v1/chat/completions" and request.method == "POST":
             body = json.loads(request.content)
             tokens = min(int(body.get("max_tokens", 16)), 8)

@@ -35,11 +35,32 @@ class _FakeTransport(httpx.BaseTransport):
         return httpx.Response(answer.status_code, headers=answer.headers, stream=_Body(answer.content))
 
 
+class _AsyncBody(httpx.AsyncByteStream):
+    def __init__(self, body: bytes):
+        self._body = body
+
+    async def __aiter__(self):
+        yield self._body
+
+
+class _AsyncFakeTransport(httpx.AsyncBaseTransport):
+    """The async twin (the streamed-completion checks use an async client)."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        answer = self._handle(request)
+        return httpx.Response(answer.status_code, headers=answer.headers, stream=_AsyncBody(answer.content))
+
+
 def pytest_configure(config) -> None:
     engine, _, variant = os.environ[VARIANT_ENV].partition(":")
     fake = FAKES[engine]
     handle = fake.handler(variant)
     httpx.HTTPTransport = lambda *args, **kwargs: _FakeTransport(handle)  # type: ignore[misc]
+    httpx.AsyncHTTPTransport = lambda *args, **kwargs: _AsyncFakeTransport(handle)  # type: ignore[misc]
 
     def run_live(self, command: str, timeout_s: float) -> CommandResult:
         if "journalctl" in command or "docker logs" in command:
