@@ -16,6 +16,7 @@ import httpx
 
 from ..engines.base import EngineAdapter
 from ..load import Workload, run_load
+from ..load._parallel import run_load_parallel
 from ._source import Schedule, Truth
 from ._vllm import VllmBench, VllmRun
 
@@ -56,6 +57,16 @@ def headline(result: dict) -> dict[str, float]:
             "output_throughput": result["output_throughput"], "median_ttft_ms": result["median_ttft_ms"],
             "p99_ttft_ms": result["p99_ttft_ms"], "median_itl_ms": result["median_itl_ms"],
             "failed": result.get("failed", 0)}
+
+
+def suite_measure_parallel(base_url: str, *, model: str, input_len: int, output_len: int, case: CalibratedCase,
+                           workers: int) -> dict:
+    """The suite's load generator split over `workers` processes (one event loop per core); its result JSON."""
+    workload = Workload(model=model, input_len=input_len, output_len=output_len, concurrency=case.concurrency,
+                        num_requests=case.num_requests, warmup_requests=case.warmups)
+    prompts = [f"[calibration {i}] " + " ".join(["word"] * input_len) for i in range(case.warmups + case.num_requests)]
+    return run_load_parallel(base_url, workload, workers=workers, prompts=prompts,
+                             endpoint="calibration-source").as_json()
 
 
 async def suite_measure(base_url: str, *, model: str, input_len: int, output_len: int, case: CalibratedCase,

@@ -5,6 +5,8 @@ raises concurrency / interval; at each step a client's median ITL is compared wi
 ceiling is the highest rate before the first step whose median ITL departs from the truth by more than
 2 % (a departing step is measured a second time before it counts, the machine being shared). The
 source's own lateness per step is reported beside it, so a late source is not blamed on a client.
+Three clients climb it: the suite's generator in one process (as the perf gates run it), the same
+split over two processes (one event loop per core, `llmval.load._parallel`), and `vllm bench serve`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from ._calibrated import CalibratedCase, headline, suite_measure
+from ._calibrated import CalibratedCase, headline, suite_measure, suite_measure_parallel
 from ._source import MODEL, Schedule, source_process
 from ._vllm import VllmBench, VllmRun
 
@@ -60,6 +62,9 @@ def _measure(tool: str, base_url: str, step: Step, bench: VllmBench | None, toke
     if tool == "suite":
         result = asyncio.run(suite_measure(base_url, model=MODEL, input_len=16, output_len=step.output_len,
                                            case=case))
+    elif tool == "suite-2proc":
+        result = suite_measure_parallel(base_url, model=MODEL, input_len=16, output_len=step.output_len, case=case,
+                                        workers=2)
     else:
         assert bench is not None
         run = VllmRun(base_url=base_url, model=MODEL, tokenizer=tokenizer, input_len=16, output_len=step.output_len,
@@ -88,7 +93,7 @@ def ceiling(tool: str, base_url: str, bench: VllmBench | None, tokenizer: Path, 
                      "interval_ms": interval_ms, "median_itl_ms": attempts, "held": held,
                      "source_late_max_ms": round(source["late_max_ms"], 2),
                      "source_late_over_1ms": source["late_over_1ms"], "source_events": source["events"]})
-        print(f"{tool:>5} {step.events_per_s:>7.0f} ev/s  C={concurrency:<3} interval {interval_ms:>6.2f} ms  "
+        print(f"{tool:>11} {step.events_per_s:>7.0f} ev/s  C={concurrency:<3} interval {interval_ms:>6.2f} ms  "
               f"median ITL {', '.join(f'{a:.3f}' for a in attempts)} ms  "
               f"{'ok' if held else 'DEPARTS'}  (source late max {source['late_max_ms']:.1f} ms, "
               f"{source['late_over_1ms']}/{source['events']} chunks > 1 ms)", flush=True)
@@ -101,15 +106,18 @@ def ceiling(tool: str, base_url: str, bench: VllmBench | None, tokenizer: Path, 
 def ceilings(bench: VllmBench | None, args: argparse.Namespace, stamp: str) -> dict:
     """Both tools' ceilings on one source process; the keys for the bench's JSON line."""
     schedule = Schedule(ttft_s=0.05, interval_s=0.04, tokens_per_chunk=TOKENS_PER_CHUNK)
-    found: dict[str, float | None] = {"suite_ceiling_events_s": None, "vllm_ceiling_events_s": None}
+    found: dict[str, float | None] = {"suite_ceiling_events_s": None, "suite_2proc_ceiling_events_s": None,
+                                      "vllm_ceiling_events_s": None}
     rows: list[dict] = []
     with source_process(schedule) as base_url:
-        for tool in ("suite", "vllm") if bench is not None else ("suite",):
+        for tool in ("suite", "suite-2proc", "vllm") if bench is not None else ("suite", "suite-2proc"):
             value, steps = ceiling(tool, base_url, bench, args.tokenizer, args.out)
-            found[f"{tool}_ceiling_events_s"] = round(value)
+            found[f"{tool.replace('-', '_')}_ceiling_events_s"] = round(value)
             rows += steps
     top = LADDER[-1][0] * 1000 / LADDER[-1][1]
-    print(f"ceiling (median ITL within {TOLERANCE:.0%} of truth; ladder top {top:.0f} events/s): suite "
-          f"{found['suite_ceiling_events_s']} events/s, vllm bench serve {found['vllm_ceiling_events_s']} events/s")
+    print(f"ceiling (median ITL within {TOLERANCE:.0%} of truth; ladder top {top:.0f} events/s): suite (one process, "
+          f"as the perf gates run it) {found['suite_ceiling_events_s']} events/s, suite over 2 processes "
+          f"{found['suite_2proc_ceiling_events_s']} events/s, vllm bench serve {found['vllm_ceiling_events_s']} "
+          "events/s")
     (args.out / f"ceiling-{stamp}.json").write_text(json.dumps({"steps": rows, **found}, indent=1), encoding="utf-8")
     return found
