@@ -63,7 +63,7 @@ def pytest_configure(config) -> None:
     httpx.AsyncHTTPTransport = lambda *args, **kwargs: _AsyncFakeTransport(handle)  # type: ignore[misc]
 
     def run_live(self, command: str, timeout_s: float) -> CommandResult:
-        if "journalctl" in command or "docker logs" in command:
+        if "journalctl" in command or "docker logs" in command or "/var/log/llmval/vllm-serve.log" in command:
             return CommandResult(self.name, command, 0, fake.startup_log(variant), "", 0.01)
         return CommandResult(self.name, command, 127, "", "synthesized host: command not known", 0.01)
 

@@ -14,7 +14,7 @@ from llmval.engines import adapter_for, parse_sglang_log, parse_vllm_log
 from llmval.engines.logs import Unparsed, parse_printed_dict
 from llmval.engines.sglang import is_release_version
 from llmval.errors import ParseError
-from llmval.inventory import EndpointSpec
+from llmval.inventory import EndpointSpec, load_inventory
 from llmval.launch import error_line
 from selftest.engines import fake_sglang
 from selftest.strategies import ROOT
@@ -185,3 +185,17 @@ def test_ray_future_warning_is_not_the_engines_error():
             "num_gpus=None (default). To enable this behavior and turn off this error message, set "
             "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO=0\n  warnings.warn(\n")
     assert "not enough KV cache blocks" in error_line(tail)
+
+
+# ---- inventories/spark.toml: the endpoint reads the log its launch writes ------------------------------------
+
+def test_spark_endpoint_reads_the_log_its_launch_step_writes():
+    """`vllm serve` runs under `docker exec -d ... > /var/log/llmval/vllm-serve.log` (the container's main process
+    is `sleep infinity`, so `docker logs` holds no engine line): the endpoint must read that file on that host."""
+    inventory = load_inventory(ROOT / "inventories" / "spark.toml")
+    endpoint = inventory.endpoint("spark-vllm")
+    serve = next(step for step in inventory.launch.start if "vllm serve" in step.run)
+    kind, _, path = (endpoint.logs or "").partition(":")
+    assert kind == "file" and f"> {path} " in serve.run and endpoint.host == serve.host
+    watched = {w for w in inventory.launch.ready.watch if w.startswith("file:")}
+    assert watched == {f"file:{path}@{serve.host}"}
