@@ -37,14 +37,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="python of the venv holding vLLM (default .venv-engine/bin/python)")
     parser.add_argument("--tokenizer", type=Path, default=Path(".cache/models/smollm2-135m-instruct"),
                         help="tokenizer for `vllm bench serve`'s random prompts (local path)")
-    parser.add_argument("--ttft-ms", type=float, default=250.0, help="calibration source TTFT (default 250)")
+    parser.add_argument("--ttft-ms", type=float, default=1000.0, help="calibration source TTFT (default 1000)")
     parser.add_argument("--interval-ms", type=float, default=25.0, help="calibration source chunk interval")
     parser.add_argument("--tokens-per-chunk", type=int, default=3, help="tokens per decode chunk (default 3)")
     parser.add_argument("--output-len", type=int, default=61, help="output tokens per request (default 61)")
     parser.add_argument("--input-len", type=int, default=32)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--c1-requests", type=int, default=8)
-    parser.add_argument("--requests-per-concurrency", type=int, default=2, help="k in k·C requests (C>1)")
+    parser.add_argument("--requests-per-concurrency", type=int, default=1,
+                        help="k in k·C requests (C>1; default 1: one wave after a warmup wave)")
     parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
     parser.add_argument("--lock-timeout-s", type=float, default=900)
     parser.add_argument("--out", type=Path, default=Path("reports/bench"))
