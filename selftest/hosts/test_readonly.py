@@ -1,5 +1,7 @@
-"""Nothing a smoke or nightly host check sends changes a host: every command is a rendering of one of the
-read-only constants in llmval.hostfacts, checked on every command of the recorded and replayed runs."""
+"""Nothing a smoke or nightly run sends changes a host: every command has the argv shape of one declared
+read-only command family (`llmval.hostfacts`: host facts and engine-log reads), checked on every command of
+every committed recording, and proved by mutation: a writing option added anywhere to any declared command
+is refused."""
 
 from __future__ import annotations
 
@@ -8,30 +10,101 @@ import json
 
 import pytest
 
-from llmval.hostfacts import READ_ONLY, is_read_only
+from llmval.hostfacts import (
+    CONTAINER_INSPECT,
+    FACTS,
+    FILE_LIST,
+    NCCL_FILE,
+    READ_ONLY,
+    UnsafeArgument,
+    family_of,
+    is_read_only,
+)
+from llmval.inventory import HostSpec, ModelFileSpec
 from selftest.strategies import ROOT
 
-from ._contract import REPLAYS
-
 CONTRACT = ROOT / "tests" / "hosts"
+RECORDINGS = ROOT / "selftest" / "data"
+
+WRITING = ["-delete", "; pct set 129 --delete mp0", "--privileged", "-oProxyCommand=sh", "--host=evil.example",
+           "&& reboot", "| sh", "$(reboot)", "`reboot`", "-exec rm {} +", "> /etc/motd", "-fprintf /etc/x y"]
+"""Writing (or host-switching) options and shell tails an attacker or a typo could add."""
+HOSTILE_VALUES = ["-delete", "--privileged", "-oProxyCommand=sh", "--host=evil.example", "x; reboot", "$(reboot)",
+                  "x'y", "a\nb", ""]
 
 
 def _recorded_commands() -> list[str]:
-    return [json.loads(line)["command"] for path in sorted(REPLAYS.glob("*/commands*.jsonl"))
+    return [json.loads(line)["command"] for path in sorted(RECORDINGS.rglob("commands*.jsonl"))
             for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_every_replayed_command_is_read_only():
+def test_every_recorded_command_is_one_declared_family_rendered_exactly():
     commands = _recorded_commands()
-    assert len(commands) > 50
+    assert len(commands) > 100
     assert [c for c in commands if not is_read_only(c)] == []
+    for command in set(commands):
+        family = family_of(command)
+        assert family is not None
+        assert family.render(**family.match(command)) == command, f"{family.name} no longer renders {command!r}"
 
 
-def test_every_read_only_template_is_used_by_some_replay_or_live_run():
-    used = {c.name for c in READ_ONLY for cmd in _recorded_commands() if c.pattern.fullmatch(cmd)}
-    # process env, file NCCL logs, plain `ray list`, docker logs and the per-pid cgroup of a non-allowed holder
-    # are exercised by the stand-in live runs (test_live.py) or the local inventory instead
-    assert set(c.name for c in READ_ONLY) - used <= {"process-env", "nccl-docker", "ray-nodes"}
+def test_every_declared_command_is_used_by_some_recording_or_live_self_test():
+    used = {family_of(c).name for c in _recorded_commands()}
+    # exercised by the stand-in live runs (test_live.py), the local inventory's live runs and test_env.py instead
+    assert {c.name for c in READ_ONLY} - used <= {"nccl-docker", "ray-nodes", "process-matches", "process-environ",
+                                                   "engine-log-file", "engine-log-docker"}
+
+
+def test_every_fact_declares_its_commands_and_section():
+    for fact in FACTS.values():
+        assert fact.commands and fact.section, fact.name
+        assert all(c in READ_ONLY for c in fact.commands), fact.name
+
+
+def test_the_reported_exploit_is_refused_at_render_and_at_check():
+    """`model_files.path = "-delete"` once sent `find -L -delete -type f -printf ...` (issue 12)."""
+    with pytest.raises(UnsafeArgument, match="starts with '-'"):
+        FILE_LIST.render(path="-delete")
+    assert not is_read_only("find -L -delete -type f -printf '%s %T@ %p\\n'")
+    assert not is_read_only("find -L '-delete' -type f -printf '%s %T@ %p\\n'")
+
+
+def test_a_bad_value_that_got_through_the_inventory_never_reaches_the_host(tmp_path):
+    from llmval.hostfacts import HostFacts
+    from llmval.transport import connect
+
+    spec = ModelFileSpec.model_construct(path="-delete", hash_timeout_s=10)  # as if validation had missed it
+    facts = HostFacts(connect(HostSpec(name="me", platform="p"), recorder=None))
+    (tmp_path / "canary").write_text("x")
+    with pytest.raises(UnsafeArgument):
+        facts.file_listing(spec.path)
+    assert (tmp_path / "canary").exists()
+
+
+@pytest.mark.parametrize("family", READ_ONLY, ids=lambda c: c.name)
+def test_adding_a_writing_option_anywhere_is_refused(family):
+    command = family.example()
+    assert is_read_only(command), command
+    cuts = [i for i, ch in enumerate(command) if ch == " "] + [len(command)]
+    mutants = [f"{command[:i]} {bad}{command[i:]}" for i in cuts for bad in WRITING]
+    mutants += [f"{bad} {command}" for bad in WRITING]
+    accepted = [m for m in mutants if is_read_only(m)]
+    assert accepted == [], f"{family.name}: accepted {accepted[:3]}"
+
+
+@pytest.mark.parametrize("family", [c for c in READ_ONLY if c.kinds], ids=lambda c: c.name)
+def test_option_shaped_or_odd_values_are_refused_in_every_argument(family):
+    for key in (k for k in family.kinds if k not in family.derive):
+        for bad in HOSTILE_VALUES:
+            args = {k: ([v.example] if f.endswith("*") else v.example)
+                    for f in family.fields for k, v in [(f.rstrip("*~"), family.kinds[f.rstrip("*~")])]}
+            args[key] = [bad] if isinstance(args[key], list) else bad
+            with pytest.raises(UnsafeArgument):
+                family.render(**args)
+        # the same value spliced into the command text by hand is refused too
+        example = family.kinds[key].example
+        for bad in ("-delete", "--privileged", "-oProxyCommand=sh", "--host=evil"):
+            assert not is_read_only(family.example().replace(example, bad, 1)), (family.name, bad)
 
 
 @pytest.mark.parametrize("command", [
@@ -40,11 +113,14 @@ def test_every_read_only_template_is_used_by_some_replay_or_live_run():
     "cat /etc/pve/lxc/129.conf && pct stop 129",
     "systemctl restart sglang.service",
     "systemctl show -p LoadState,ActiveState,SubState,UnitFileState,MainPID,Environment x | sh",
+    "systemctl show -p LoadState,ActiveState,SubState,UnitFileState,MainPID,Environment --host=evil x.service",
     "docker rm -f vllm-glm-4.7-flash",
     "docker exec vllm-qwen35 ray stop --force",
+    "docker exec --privileged ray list nodes --format json",
     "docker exec vllm-qwen35 ray list nodes --format json > /etc/passwd",
     "pct exec 129 -- pkill -9 -f python3",
     "sha256sum -- /models/a `rm -rf /`",
+    "sha256sum -- /models/a -delete",
     "grep -hE 'NCCL (INFO|WARN)' /var/log/x.log | tee /etc/motd",
     "nvidia-smi -r",
     "nvidia-smi -pm 1",
@@ -61,13 +137,12 @@ def test_changing_commands_are_not_on_the_allow_list(command):
     assert not is_read_only(command)
 
 
-def test_a_hostile_inventory_value_is_quoted_not_run():
-    from llmval.hostfacts import CONTAINER_INSPECT, NCCL_FILE
-
-    rendered = CONTAINER_INSPECT.render(name="x; reboot")
-    assert rendered == "docker inspect --type container 'x; reboot'" and is_read_only(rendered)
-    with pytest.raises(ValueError, match="may only hold"):
+def test_a_hostile_inventory_value_is_refused_not_run():
+    with pytest.raises(UnsafeArgument, match="container name"):
+        CONTAINER_INSPECT.render(name="x; reboot")
+    with pytest.raises(UnsafeArgument):
         NCCL_FILE.render(path="/var/log/x.log; reboot")
+    assert not is_read_only("docker inspect --type container 'x; reboot'")
 
 
 def _run_calls(tree: ast.AST):

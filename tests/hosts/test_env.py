@@ -12,4 +12,5 @@ def test_serving_env_as_required(env_var, facts_of, expect):
     expect(host.name, f"hosts.env.{name.lower()}", expected=wanted if wanted is not None else "<unset>",
            observed=observed, ok=env is not None and env.get(name) == wanted,
            hint=f"set it where {host.env.source} is defined (Environment= in the unit, -e in docker run)"
-           if wanted is not None else f"remove {name} from {host.env.source}")
+           if wanted is not None else f"remove {name} from {host.env.source}",
+           evidence=f"read from {env.read_from}" if env is not None else "")

@@ -75,8 +75,16 @@ def launch_log_path(step_name: str, reports_dir: Path) -> str:
 
 def log_command(source: str, *, launch_path: str | list[str] | None = None) -> str:
     """The shell command (for the endpoint's host) that prints the evidence lines of the current engine start
-    of the log at `source`. `launch_path` may list candidates (this run's reports, then the default reports/):
-    the first readable wins."""
+    of the log at `source`, rendered through its declared read-only command (`llmval.hostfacts.engine_log`):
+    a value that is not a valid argument (e.g. starts with `-`) raises `UnsafeArgument` before anything is sent."""
+    from ..hostfacts.engine_log import render_log_command  # the allow-list declares these commands
+
+    return render_log_command(source, launch_path=launch_path)
+
+
+def log_command_text(source: str, *, launch_path: str | list[str] | None = None) -> str:
+    """The command text for `source` (unchecked; `log_command` is what is sent). `launch_path` may list
+    candidates (this run's reports, then the default reports/): the first readable wins."""
     kind, _, where = source.partition(":")
     if kind == "launch":
         if not launch_path:

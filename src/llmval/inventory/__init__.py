@@ -32,6 +32,7 @@ from .hosts import (
     ProxmoxSpec,
     RaySpec,
     ServiceSpec,
+    Source,
     SshTransport,
 )
 from .launch import LaunchSpec, ReadinessSpec, StepSpec, WaitSpec
@@ -66,6 +67,7 @@ __all__ = [
     "ReadinessSpec",
     "ServiceSpec",
     "ServingExpect",
+    "Source",
     "SpeculativeSpec",
     "SshTransport",
     "StepSpec",

@@ -3,11 +3,56 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, model_validator
 
 from ._base import Spec
+
+
+class Source(Spec):
+    """Where a host fact is read from, typed at load: `kind` (`systemd`, `docker`, `process`, `file`,
+    `journal`) and `value` (unit, container, pgrep pattern, path). Written in TOML as `"kind:value"`,
+    and printed back the same way."""
+
+    kind: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.value}"
+
+
+SOURCE_VALUE_RE = re.compile(r"[^\x00-\x1f\x7f']+")
+
+
+def _source_type(what: str, **kinds: str) -> Any:
+    """A `"kind:value"` inventory string, validated at load into a `Source` of one of `kinds`."""
+
+    def parse(value: Any) -> Any:
+        if isinstance(value, Source) and value.kind in kinds:
+            return value
+        if not isinstance(value, str):
+            raise ValueError(f"{what} must be a string, one of {list(kinds.values())}")
+        kind, sep, rest = value.partition(":")
+        if not sep or kind not in kinds:
+            raise ValueError(f"{value[:80]!r} is not one of {list(kinds.values())}")
+        if not rest:
+            raise ValueError(f"{value[:80]!r}: say which after `{kind}:`")
+        if rest.startswith("-") or SOURCE_VALUE_RE.fullmatch(rest) is None:
+            raise ValueError(f"{value[:80]!r}: the value may not start with '-' nor hold quotes or control "
+                             "characters (it is passed to a host command)")
+        return {"kind": kind, "value": rest}
+
+    pattern = "^(" + "|".join(kinds) + "):[^-'].*$"
+    return Annotated[Source, BeforeValidator(parse), PlainSerializer(str, return_type=str),
+                     WithJsonSchema({"type": "string", "pattern": pattern, "description": " or ".join(kinds.values())})]
+
+
+EnvSource = _source_type("env.source", systemd="systemd:<unit>", docker="docker:<container>",
+                         process="process:<pgrep -f pattern>")
+NcclLogSource = _source_type("nccl.log", file="file:<path>", journal="journal:<unit>", docker="docker:<container>")
+RunInSource = _source_type("ray.run_in", docker="docker:<container>")
 
 
 class LocalTransport(Spec):
@@ -155,8 +200,9 @@ class InterfaceSpec(Spec):
 class EnvSpec(Spec):
     """Environment the serving process must have, read from where it is declared."""
 
-    source: str
-    """Where to read it: `systemd:<unit>`, `docker:<container>`, or `process:<pgrep -f pattern>`."""
+    source: EnvSource
+    """Where to read it: `systemd:<unit>`, `docker:<container>`, or `process:<pgrep -f pattern>` (the serving
+    process: among the matches, the one with no matching descendant, the newest of those)."""
     required: dict[str, str] = {}
     """Variables that must be set to exactly these values."""
     forbidden: list[str] = []
@@ -166,7 +212,7 @@ class EnvSpec(Spec):
 class NcclSpec(Spec):
     """What NCCL's INFO log must prove about the transport."""
 
-    log: str
+    log: NcclLogSource
     """Where the log is: `file:<path>`, `journal:<unit>`, or `docker:<container>`."""
     expect_transport: Literal["ib", "socket", "shm", "p2p"]
     """The inter-rank transport the channel lines must show (ib: `via NET/IB`, `NET/IBext[_vN]` or
@@ -212,7 +258,7 @@ class RaySpec(Spec):
     alive_nodes: int = Field(ge=1)
     gpus_per_node: float = Field(1, ge=0)
     address: str | None = None
-    run_in: str | None = None
+    run_in: RunInSource | None = None
     """`docker:<container>` when ray lives inside a container on this host."""
 
 

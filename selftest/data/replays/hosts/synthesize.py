@@ -387,7 +387,7 @@ def spark_answers(inv: Inventory, variant: str) -> Answers:
         lines += nccl_lines(host, pid, 0, msgs, prefix)
     head = inv.host("spark1")
     assert head.nccl is not None
-    put("spark1", hf.NCCL_FILE.render(path=head.nccl.log.split(":", 1)[1]), "\n".join(lines) + "\n")
+    put("spark1", hf.NCCL_FILE.render(path=head.nccl.log.value), "\n".join(lines) + "\n")
     nodes = []
     for host in ("spark1", "spark2"):
         dead = variant == "dead-ray-worker" and host == "spark2"

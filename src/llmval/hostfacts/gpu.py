@@ -1,0 +1,88 @@
+"""GPUs from nvidia-smi: the CSV query, the XML log, P2P status, and who holds /dev/nvidia*."""
+
+from __future__ import annotations
+
+import time
+
+from ..parsers.nvidia_smi import (
+    GPU_QUERY_FIELDS,
+    GpuInfo,
+    SmiLog,
+    parse_nvidia_smi_query,
+    parse_nvidia_smi_topo_p2p,
+    parse_nvidia_smi_xml,
+)
+from ..parsers.procs import GpuHolder, parse_fuser_verbose
+from ._command import NUMBER, Command
+from ._fact import Reader, fact
+
+GPU_QUERY = Command("gpu-query", f"nvidia-smi --query-gpu={','.join(GPU_QUERY_FIELDS)} --format=csv,noheader,nounits")
+"""Frozen: every recording answers exactly this. A new field is a new fact with its own query."""
+SMI_XML = Command("smi-xml", "nvidia-smi -q -x")
+P2P_READ = Command("p2p-read", "nvidia-smi topo -p2p r")
+GPU_HOLDERS = Command("gpu-holders", "fuser -v /dev/nvidia* 2>&1")
+PROC_CGROUP = Command("proc-cgroup", "cat /proc/{pid}/cgroup", pid=NUMBER)
+
+TRANSIENT_HOLDERS = frozenset({"nvidia-smi"})
+"""Process names that hold /dev/nvidia* only for the moment of a query."""
+HOLDER_RESAMPLES = 3
+HOLDER_RESAMPLE_INTERVAL_S = 0.5
+
+
+@fact(GPU_QUERY, section="gpus")
+def gpus(host: Reader) -> list[GpuInfo]:
+    """GPUs from nvidia-smi's CSV query."""
+    return parse_nvidia_smi_query(host.output(GPU_QUERY))
+
+
+@fact(SMI_XML, section="gpus", needs=lambda h: False)
+def smi_xml(host: Reader) -> str:
+    """The text of `nvidia-smi -q -x`, read once for every fact drawn from it (smi_log, gpu_health)."""
+    return host.output(SMI_XML)
+
+
+@fact(SMI_XML, section="gpus",
+      needs=lambda h: (h.gpus is not None and h.gpus.cuda_version is not None) or h.proxmox is not None)
+def smi_log(host: Reader) -> SmiLog:
+    """Driver/CUDA versions and per-GPU minor numbers from `nvidia-smi -q -x`."""
+    return parse_nvidia_smi_xml(host.smi_xml())
+
+
+@fact(P2P_READ, section="gpus.p2p")
+def p2p_read(host: Reader) -> dict[tuple[str, str], str]:
+    """Peer-to-peer read status between every pair of GPUs, as the driver reports it."""
+    return parse_nvidia_smi_topo_p2p(host.output(P2P_READ))
+
+
+@fact(GPU_HOLDERS, section="gpu_processes")
+def gpu_holders(host: Reader) -> list[GpuHolder]:
+    """Processes holding /dev/nvidia* (fuser exits 1 when there are none), without passers-by.
+
+    A short-lived `nvidia-smi` (our own query from another xdist worker, a monitoring agent) holds the
+    devices for a moment: seen on the real H200 host. While such a holder shows, the listing is taken
+    again (bounded) and only holders present in every sample are kept; a stray worker stays."""
+    holders = parse_fuser_verbose(host.output(GPU_HOLDERS, ok_rcs=(0, 1)))
+    for _ in range(HOLDER_RESAMPLES):
+        if not any(h.command in TRANSIENT_HOLDERS for h in holders):
+            break
+        time.sleep(HOLDER_RESAMPLE_INTERVAL_S)  # sampling interval, not a readiness wait
+        again = {h.pid for h in parse_fuser_verbose(host.output(GPU_HOLDERS, ok_rcs=(0, 1)))}
+        holders = [h for h in holders if h.pid in again]
+    return holders
+
+
+@fact(PROC_CGROUP, section="gpu_processes", needs=lambda h: False)
+def cgroup(host: Reader, pid: int) -> str:
+    """The process's cgroup v2 line (`0::/system.slice/x.service`); empty when it is gone. Read on demand."""
+    lines = host.result(PROC_CGROUP, pid=pid).stdout.splitlines()
+    return next((line for line in lines if line.startswith("0::")), lines[0] if lines else "")
+
+
+def holder_is_allowed(holder: GpuHolder, facts, allowed: list[str], allowed_units: list[str]) -> bool:
+    """A GPU holder is a serving process: its name is allowed, or its cgroup is one of the allowed units."""
+    if holder.command in allowed:
+        return True
+    if not allowed_units:
+        return False
+    unit = GpuHolder(holder.pid, holder.command, facts.cgroup(holder.pid)).unit
+    return unit in allowed_units

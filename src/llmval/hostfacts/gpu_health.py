@@ -1,0 +1,53 @@
+"""GPU health (issue 16): the health fields of `nvidia-smi -q -x`, a second clocks sample, kernel-log Xids.
+
+Judging lives in `llmval.health`; this module only declares what is read and how it is parsed.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..health import RESAMPLE_INTERVAL_S, KernelLog, read_dmesg, read_journal
+from ..parsers.gpu_health import CLOCKS_QUERY_FIELDS, GpuHealth, parse_clocks_query, parse_gpu_health_xml
+from ._command import Command
+from ._fact import Reader, fact
+from .gpu import SMI_XML
+
+SMI_CLOCKS = Command("smi-clocks", f"nvidia-smi --query-gpu={','.join(CLOCKS_QUERY_FIELDS)} --format=csv,noheader")
+XID_JOURNAL = Command("xid-journal", "journalctl -k -b --no-pager -g 'NVRM: Xid|Linux version'")
+XID_DMESG = Command("xid-dmesg", "dmesg 2>&1 | grep -E 'NVRM: Xid|Linux version|dmesg: '")
+
+
+@fact(SMI_XML, section="gpus.health")
+def gpu_health(host: Reader) -> list[GpuHealth]:
+    """Per-GPU health fields (PCIe link, ECC, remapped rows, clocks event reasons...) of `nvidia-smi -q -x`."""
+    return parse_gpu_health_xml(host.smi_xml())
+
+
+@fact(SMI_CLOCKS, section="gpus.health", needs=lambda h: False)
+def gpu_health_resample(host: Reader) -> list[GpuHealth]:
+    """A second sample of the clocks event reasons (CSV query), RESAMPLE_INTERVAL_S after asking. On demand."""
+    time.sleep(RESAMPLE_INTERVAL_S)  # sampling interval, not a readiness wait
+    return parse_clocks_query(host.output(SMI_CLOCKS))
+
+
+def _kernel_log_plan(h) -> list[tuple]:
+    health = h.gpus.health if h.gpus is not None else None
+    if health is None or health.kernel_log_via is not None or "xid" in health.skip:
+        return []
+    return [(health.kernel_log,)]
+
+
+@fact(XID_JOURNAL, XID_DMESG, section="gpus.health.kernel_log", needs=_kernel_log_plan)
+def kernel_log(host: Reader, kind: str) -> list[KernelLog]:
+    """Xid lines of the kernel log since boot from `journal`, `dmesg` or `auto` (the journal, else dmesg);
+    each source tried says what it found or why it could not be read."""
+    logs: list[KernelLog] = []
+    if kind in ("auto", "journal"):
+        result = host.result(XID_JOURNAL)
+        logs.append(read_journal(result.rc, result.stdout, result.stderr, result.command))
+        if kind == "journal" or not logs[-1].problem:
+            return logs
+    result = host.result(XID_DMESG)
+    logs.append(read_dmesg(result.rc, result.stdout, result.stderr, result.command))
+    return logs
