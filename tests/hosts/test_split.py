@@ -3,10 +3,13 @@
 import pytest
 
 from llmval.parsers.nvidia_smi import normalize_bus_id
+from llmval.parsers.proxmox import GPU_NODE_RE
 
 pytestmark = [pytest.mark.hosts, pytest.mark.smoke]
 
 NVIDIA_MAJOR = 195
+FIXED_MINORS = {"/dev/nvidiactl": 255}
+"""Minors of major 195 that are not a GPU (nvidia-modeset, 254, is not needed for CUDA)."""
 
 
 def test_split_gpus_bound_to_expected_driver(split_guest, facts_of, expect):
@@ -32,17 +35,30 @@ def test_lxc_config_passes_exactly_its_gpus(lxc_guest, facts_of, expect):
 def test_lxc_cgroup_allows_nvidia_devices(lxc_guest, facts_of, expect):
     node, guest = lxc_guest.host, lxc_guest.item
     conf = facts_of(node.name).lxc_conf(guest.id)
-    mounts_only = bool(conf.gpu_devices) and not any(k.startswith("dev") and k[3:].isdigit() for k in conf.options)
-    allowed = sorted(map(str, conf.cgroup_majors))
-    expect(node.name, f"hosts.split.lxc{guest.id}.cgroup", expected=f"c {NVIDIA_MAJOR}:* allowed (bind mounts need it)",
-           observed=allowed, ok=not mounts_only or NVIDIA_MAJOR in conf.cgroup_majors or "*" in conf.cgroup_majors,
+    mounted = sorted(n for n in conf.bind_mounted if GPU_NODE_RE.match(n) or n in FIXED_MINORS)
+    by_dev = sorted(k for k in conf.options if k.startswith("dev") and k[3:].isdigit())
+    denied = [n for n in mounted if not conf.is_allowed(NVIDIA_MAJOR, _minor(n))]
+    if mounted:
+        observed = {n: "not allowed" for n in denied} or f"all {len(mounted)} bind-mounted nodes allowed"
+    else:
+        observed = f"{by_dev} entries (Proxmox allows them itself)" if conf.gpu_devices else "no GPU device entry"
+    expect(node.name, f"hosts.split.lxc{guest.id}.cgroup",
+           expected=f"c {NVIDIA_MAJOR}:<minor> (or {NVIDIA_MAJOR}:*) allowed for every bind-mounted GPU node",
+           observed=observed, ok=bool(conf.gpu_devices) and not denied,
            hint=f"add `lxc.cgroup2.devices.allow: c {NVIDIA_MAJOR}:* rwm` "
-           "(and the nvidia-uvm major from /proc/devices)")
+           "(and the nvidia-uvm major from /proc/devices)",
+           evidence=f"allowed: {sorted(':'.join(a) for a in conf.cgroup_allows)}")
+
+
+def _minor(node: str) -> int:
+    return FIXED_MINORS.get(node) or int(GPU_NODE_RE.match(node)["minor"])
 
 
 def test_vm_config_passes_exactly_its_gpus(vm_guest, facts_of, expect):
     node, guest = vm_guest.host, vm_guest.item
     conf = facts_of(node.name).vm_conf(guest.id)
     observed = sorted(conf.bus_ids) + sorted(f"mapping={h.mapping}" for h in conf.hostpci if h.mapping)
+    observed += sorted(f"{bus} as vGPU (mdev={kind}), not passed through" for bus, kind in conf.vgpus.items())
     expect(node.name, f"hosts.split.vm{guest.id}.hostpci", expected=sorted(map(normalize_bus_id, guest.bus_ids)),
-           observed=observed, hint=f"/etc/pve/qemu-server/{guest.id}.conf: one hostpciN: <bdf>,pcie=1 per GPU")
+           observed=observed,
+           hint=f"/etc/pve/qemu-server/{guest.id}.conf: one hostpciN: <bdf>,pcie=1 per GPU (no mdev=: that is a vGPU)")

@@ -13,7 +13,9 @@ from ..errors import ParseError
 RAY_SECTION_RE = re.compile(r"^(?P<name>[A-Z][A-Za-z ]*):\s*$")
 RAY_NODE_LINE_RE = re.compile(r"^\s+(?P<count>\d+)\s+(?P<node>\S+)\s*$")
 RAY_ALIVE_SECTIONS = {"Healthy", "Active", "Idle"}
-GPU_MEMORY_ROW_RE = re.compile(r"^\s*(?P<index>\d+)\s*,\s*(?P<used>\d+|\[N/A\])\s*$")
+GPU_MEMORY_ROW_RE = re.compile(r"^\s*(?P<index>\d+)\s*,\s*(?:(?P<used>\d+)(?:\s*MiB)?|(?P<na>\[N/A\]|N/A|"
+                               r"\[Not Supported\]|Not Supported))\s*$")
+"""`index, memory.used` rows, with or without `nounits`; GB10 (unified memory) says `[N/A]` for memory.used."""
 ERROR_LINE_RE = re.compile(
     r"(error|exception|traceback|fatal|out of memory|\boom\b|killed|cannot|failed|no such)", re.IGNORECASE
 )
@@ -33,13 +35,15 @@ def parse_ray_alive_nodes(text: str) -> int:
 
 
 def parse_gpu_memory_used_mib(text: str) -> dict[int, int | None]:
-    """`nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits` → {index: MiB or None}."""
+    """`nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits` → {index: MiB or None}.
+
+    None: the GPU does not report memory.used (`[N/A]` on GB10), so memory cannot tell whether it is idle."""
     used: dict[int, int | None] = {}
     for line in text.strip().splitlines():
         m = GPU_MEMORY_ROW_RE.match(line)
         if not m:
             raise ParseError("nvidia-smi index,memory.used", "expected 'index, MiB' rows", line)
-        used[int(m["index"])] = None if m["used"] == "[N/A]" else int(m["used"])
+        used[int(m["index"])] = None if m["na"] else int(m["used"])
     if not used:
         raise ParseError("nvidia-smi index,memory.used", "no GPU rows", text[-300:])
     return used

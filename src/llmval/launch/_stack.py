@@ -329,9 +329,12 @@ class Stack:
                 return alive >= want, f"{alive} alive Ray nodes"
             if (limit := step.wait.gpu_memory_used_mib_max) is not None:
                 used = parse_gpu_memory_used_mib(stdout)
-                busy = {i: mib for i, mib in used.items() if mib is None or mib > limit}
-                return not busy, (f"GPU memory used (MiB) {used}; above idle: {busy}" if busy
-                                  else f"all {len(used)} GPUs idle: {used}")
+                busy = {i: mib for i, mib in used.items() if mib is not None and mib > limit}
+                unreported = sorted(i for i, mib in used.items() if mib is None)
+                note = (f"; GPUs {unreported} report memory.used [N/A] (unified memory, GB10): "
+                        "memory cannot show them busy" if unreported else "")
+                return not busy, (f"GPU memory used (MiB) {used}; above idle: {busy}{note}" if busy
+                                  else f"all {len(used)} GPUs idle: {used}{note}")
         except ParseError as error:
             return False, str(error)
         return True, f"exit code {rc}"

@@ -23,8 +23,11 @@ CHANNEL_RE = re.compile(r"^Channel (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)
 NET_VIA_RE = re.compile(r"^NET/(?P<net>[^/]+)/(?P<ndev>\d+)(?:\((?P<proxy>\d+)\))?(?P<gdr>/GDRDMA)?")
 IB_NET_NAME_RE = re.compile(r"^(?:IB|IBext(?:_v\d+)?|NCCL RDMA Plugin v\d+)$")
 """The version-robust IB name (infra.md §4.3): internal IB, the IBext plugin of any ABI, or its load-time name."""
-IB_DEVICES_RE = re.compile(r"^NET/IB : Using(?P<devs>(?: \[\d+\]\S+)*) ?(?:\[RO\])?; OOB (?P<oob>\S+)")
-IB_DEVICE_RE = re.compile(r"\[(?P<i>\d+)\](?P<name>[^:\s]+):(?P<port>\d+)(?::\S+?)?/(?P<link>IB|RoCE|UNSPECIFIED)")
+IB_DEVICES_RE = re.compile(r"^NET/IB : Using ?(?P<devs>.*?)\s*(?:\[RO\])?; OOB (?P<oob>\S+)")
+"""`Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ...`, `Using [RO]; OOB ...` (no HCA), and the merged
+(virtual) device form `Using [0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} [RO]; OOB ...` (NCCL_IB_MERGE_NICS)."""
+IB_DEVICE_RE = re.compile(r"\[(?P<i>\d+)\] ?(?P<name>[^:\s={},\[\]]+):(?P<port>\d+)(?::\S+?)?/"
+                          r"(?P<link>IB|RoCE|UNSPECIFIED)")
 PLUGIN_SELF_RE = re.compile(r"^P2P plugin (?:v(?P<abi>\d+) )?(?P<name>IBext(?:_v\d+)?|UCX\S*)")
 USING_NETWORK_RE = re.compile(r"^Using network (?P<net>.+)$")
 SET_BY_ENV_RE = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>.*?)\.?$")

@@ -39,6 +39,14 @@ class LxcConf:
     """nvidiactl, nvidia-uvm and friends."""
     cgroup_majors: set[int | str]
     """Majors allowed by `lxc.cgroup2.devices.allow: c M:* rwm` (`*` for any)."""
+    cgroup_allows: frozenset[tuple[str, str]] = frozenset()
+    """(major, minor) pairs allowed for character devices, as written (`*` for any)."""
+    bind_mounted: frozenset[str] = frozenset()
+    """NVIDIA nodes passed by `lxc.mount.entry` (these need a cgroup allow; `devN:` entries get one from Proxmox)."""
+
+    def is_allowed(self, major: int, minor: int) -> bool:
+        """True when the cgroup lets the container open character device major:minor."""
+        return any(a in (str(major), "*") and b in (str(minor), "*") for a, b in self.cgroup_allows)
 
     @property
     def gpu_minors(self) -> set[int]:
@@ -52,6 +60,12 @@ class HostPci:
     """Normalized; empty when the entry uses `mapping=` (resolved through the cluster mapping)."""
     mapping: str | None
     raw: str
+    mdev: str | None = None
+    """The mediated-device type (`mdev=nvidia-63`): a vGPU slice of the GPU, not the whole GPU passed through."""
+
+    @property
+    def is_vgpu(self) -> bool:
+        return self.mdev is not None
 
 
 @dataclass(frozen=True)
@@ -68,7 +82,13 @@ class VmConf:
 
     @property
     def bus_ids(self) -> set[str]:
-        return {b for h in self.hostpci for b in h.bus_ids}
+        """GPUs passed through whole (vGPU `mdev=` entries are not: see `vgpus`)."""
+        return {b for h in self.hostpci if not h.is_vgpu for b in h.bus_ids}
+
+    @property
+    def vgpus(self) -> dict[str, str]:
+        """bus id → mdev type of every vGPU entry (`hostpciN: 01:00.0,mdev=nvidia-63`)."""
+        return {b: h.mdev for h in self.hostpci if h.mdev is not None for b in h.bus_ids}
 
 
 def _options(text: str, source: str) -> dict[str, list[str]]:
@@ -105,20 +125,49 @@ def parse_lxc_conf(text: str) -> LxcConf:
     for key, values in options.items():
         if DEV_KEY_RE.match(key):
             nodes.update(_property_string(v, "path").get("path", "") for v in values)
+    mounted: set[str] = set()
     for entry in options.get("lxc.mount.entry", []):
-        fields = entry.split()
-        if fields and fields[0].startswith("/dev/nvidia"):
-            nodes.add(fields[0])
+        if (node := _mounted_nvidia_node(entry)) is not None:
+            nodes.add(node)
+            mounted.add(node)
     majors: set[int | str] = set()
+    allows: set[tuple[str, str]] = set()
     for allow in options.get("lxc.cgroup2.devices.allow", []) + options.get("lxc.cgroup.devices.allow", []):
-        if m := CGROUP_ALLOW_RE.match(allow.strip()):
+        allow = allow.strip()
+        if allow in ("a", "a *:* rwm"):
+            allows.add(("*", "*"))
+            majors.add("*")
+        elif m := CGROUP_ALLOW_RE.match(allow):
             majors.add(m["major"] if m["major"] == "*" else int(m["major"]))
+            allows.add((m["major"], m["minor"]))
     return LxcConf(options=options, gpu_devices=frozenset(n for n in nodes if GPU_NODE_RE.match(n)),
-                   other_nvidia_nodes=frozenset(n for n in nodes if n in NVIDIA_NODE_NAMES), cgroup_majors=majors)
+                   other_nvidia_nodes=frozenset(n for n in nodes if n in NVIDIA_NODE_NAMES), cgroup_majors=majors,
+                   cgroup_allows=frozenset(allows), bind_mounted=frozenset(mounted))
+
+
+def _mounted_nvidia_node(entry: str) -> str | None:
+    """The NVIDIA device node an `lxc.mount.entry` passes in, named as inside the container, or None.
+
+    The source may be any path (`/dev/nvidia0`, or a node made elsewhere: `/lxc/<id>/devices/nvidia0`);
+    the target (relative to the rootfs, `dev/nvidia0`) says which device the container sees.
+
+    >>> _mounted_nvidia_node("/lxc/102010/devices/nvidia1 dev/nvidia1 none bind,optional,create=file")
+    '/dev/nvidia1'
+    """
+    fields = entry.split()
+    if len(fields) < 2:
+        return None
+    target = "/" + fields[1].lstrip("/")
+    if target.startswith("/dev/nvidia"):
+        return target
+    if fields[0].startswith("/dev/nvidia"):
+        return fields[0]
+    return None
 
 
 def parse_vm_conf(text: str) -> VmConf:
-    """`hostpciN: [host=]<id[;id2]>[,pcie=1,...]` or `mapping=<name>` entries of a QEMU VM config."""
+    """`hostpciN: [host=]<id[;id2]>[,pcie=1,...]` or `mapping=<name>` entries of a QEMU VM config; an entry
+    with `mdev=<type>` is a vGPU (a mediated device), not full passthrough."""
     source = "VM config"
     conf = VmConf()
     for key, values in _options(text, source).items():
@@ -130,7 +179,7 @@ def parse_vm_conf(text: str) -> VmConf:
             for one in filter(None, props.get("host", "").split(";")):
                 one = one.strip()
                 ids.append(normalize_bus_id(one if "." in one else f"{one}.0"))
-            conf.hostpci.append(HostPci(key, tuple(ids), props.get("mapping"), value))
+            conf.hostpci.append(HostPci(key, tuple(ids), props.get("mapping"), value, props.get("mdev")))
     return conf
 
 
