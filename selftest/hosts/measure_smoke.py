@@ -34,13 +34,13 @@ def real_local_inventory(folder: Path, n_hosts: int) -> Path:
     return path
 
 
-def measure(n_hosts: int, workers: str, latency_s: float, kind: str, extra: list[str]) -> dict:
+def measure(n_hosts: int, workers: str, latency_s: float, kind: str, extra: list[str], health: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="llmval-smoke-") as tmp:
         if kind == "real-local":
             inventory = real_local_inventory(Path(tmp), n_hosts)
         else:
             inventory = make_standins(Path(tmp), [f"standin-{i:02d}" for i in range(1, n_hosts + 1)],
-                                      latency_s=latency_s)
+                                      latency_s=latency_s, health=health)
         xdist = ["-p", "no:xdist"] if workers == "0" else ["-n", workers]
         load = os.getloadavg()[0]
         started = time.monotonic()
@@ -50,7 +50,8 @@ def measure(n_hosts: int, workers: str, latency_s: float, kind: str, extra: list
         wall_s = time.monotonic() - started
         results = Path(tmp) / "reports" / "results.json"
         document = json.loads(results.read_text()) if results.exists() else _from_junit(Path(tmp) / "reports")
-    return {"kind": kind, "hosts": n_hosts, "workers": workers, "tool_latency_s": latency_s, "wall_s": round(wall_s, 2),
+    return {"kind": kind, "health": health, "hosts": n_hosts, "workers": workers, "tool_latency_s": latency_s,
+            "wall_s": round(wall_s, 2),
             "session_s": document["duration_s"],
             "counts": document["counts"], "rc": proc.returncode, "loadavg_before": round(load, 2),
             "cpus": os.cpu_count()}
@@ -75,11 +76,12 @@ def main() -> None:
     parser.add_argument("--kind", choices=["standin", "real-local"], default="standin",
                         help="standin: fake nvidia-smi/docker; real-local: N names for this machine (real GPUs)")
     parser.add_argument("--extra", default="", help="more pytest arguments, one string")
+    parser.add_argument("--health", action="store_true", help="stand-ins also declare [hosts.gpus.health]")
     args = parser.parse_args()
     for latency in args.latency if args.kind == "standin" else [0.0]:
         for n in args.hosts:
             for workers in args.workers:
-                print(json.dumps(measure(n, workers, latency, args.kind, args.extra.split())), flush=True)
+                print(json.dumps(measure(n, workers, latency, args.kind, args.extra.split(), args.health)), flush=True)
 
 
 if __name__ == "__main__":

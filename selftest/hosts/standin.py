@@ -29,6 +29,11 @@ HANGING_NVIDIA_SMI = f"""#!/bin/bash
 # fake nvidia-smi that hangs (a wedged driver): the contract must give up after the host's timeout_s
 exec -a {HANG_MARKER} sleep 600
 """
+JOURNALCTL = """#!/bin/sh
+# fake journalctl of a stand-in host (SYNTHESIZED): this boot's kernel banner, no Xid line
+sleep {latency}
+echo "Dec 01 00:00:00 standin kernel: Linux version 6.8.0-standin (fake) #1 SMP PREEMPT_DYNAMIC"
+"""
 DOCKER = """#!/bin/sh
 # fake docker of a stand-in host (SYNTHESIZED answers)
 sleep {latency}
@@ -50,10 +55,11 @@ def _nccl_log(host: str) -> str:
 
 
 def make_standins(root: Path, names: list[str], *, hang: frozenset[str] = frozenset(), timeout_s: float = 20,
-                  with_model: bool = True, latency_s: float = 0.0) -> Path:
+                  with_model: bool = True, latency_s: float = 0.0, health: bool = False) -> Path:
     """Write stand-in host folders under `root` and an inventory for them; return the inventory path.
     `latency_s`: how long each fake nvidia-smi/docker call takes (a real nvidia-smi takes a fraction of a second,
-    a remote host adds the ssh round trip)."""
+    a remote host adds the ssh round trip). `health`: also declare `[hosts.gpus.health]` (a fake journalctl
+    answers the Xid read)."""
     hosts = []
     for name in names:
         base = root / name
@@ -72,7 +78,10 @@ def make_standins(root: Path, names: list[str], *, hang: frozenset[str] = frozen
         docker = DOCKER.format(latency=latency_s, **{k: shlex.quote(str(base / f)) for k, f in
                                                      (("inspect", "inspect.json"), ("nccl", "nccl.log"),
                                                       ("ray", "ray.json"))})
-        for tool, text in (("nvidia-smi", smi), ("docker", docker)):
+        tools = [("nvidia-smi", smi), ("docker", docker)]
+        if health:
+            tools.append(("journalctl", JOURNALCTL.format(latency=latency_s)))
+        for tool, text in tools:
             (bin_dir / tool).write_text(text)
             (bin_dir / tool).chmod(0o755)
         model = base / "models" / "tiny"
@@ -85,7 +94,10 @@ def make_standins(root: Path, names: list[str], *, hang: frozenset[str] = frozen
             f'transport = {{ kind = "local", path_prepend = ["{bin_dir}"] }}',
             'interfaces = [{ name = "lo", subnet = "127.0.0.0/8", kind = "loopback" }]',
             "[hosts.gpus]", "count = 2", 'name = "NVIDIA H200"', 'compute_capability = "9.0"', 'driver_min = "580"',
-            'cuda_version = "13.0"', "[hosts.gpu_processes]", 'stack = "down"',
+            'cuda_version = "13.0"',
+            *(["[hosts.gpus.health]", "pcie_gen_min = 5", "pcie_width_min = 16", 'persistence_mode = "enabled"']
+              if health else []),
+            "[hosts.gpu_processes]", 'stack = "down"',
             "[hosts.env]", 'source = "docker:vllm"', 'required = { NCCL_SOCKET_IFNAME = "lo", NCCL_DEBUG = "INFO" }',
             "[hosts.nccl]", 'log = "docker:vllm"', 'expect_transport = "ib"', 'forbid = ["socket"]',
             "[[hosts.services]]", 'kind = "docker"', 'name = "vllm"', 'image = "example/vllm"',
