@@ -2,6 +2,7 @@
 
 pytest_plugins = [
     "fixtures.options",
+    "fixtures.blockers",
     "fixtures.evidence",
     "fixtures.targets",
     "fixtures.hosts",
@@ -14,5 +15,4 @@ pytest_plugins = [
     "fixtures.accuracy",
     "fixtures.agentic",
     "fixtures.perf",
-    "fixtures.blockers",
 ]

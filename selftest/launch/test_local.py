@@ -119,7 +119,7 @@ def test_launch_option_runs_the_contract_and_tears_down(tmp_path):
 def test_launch_failure_is_one_clear_error_and_still_tears_down(tmp_path):
     done = subprocess.run(_contract_run(tmp_path, INVENTORIES / "launch-stub-hang.toml"), cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stdout[-3000:]
+    assert done.returncode == 10, done.stdout[-3000:]  # could not check: the stack never came up
     assert "--launch: the stack did not come up (Hung)" in done.stdout
     summary = summary_of(tmp_path / "reports")
     assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)

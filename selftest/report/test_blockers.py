@@ -1,17 +1,18 @@
-"""Blocker verdicts from a test's `expect` records (pure logic of fixtures/blockers.py)."""
+"""Blocker verdicts from a test's typed verdicts (pure logic of fixtures/blockers.py)."""
 
 from __future__ import annotations
 
 from llmval.inventory import BlockerSpec, DecisionSpec
 from llmval.report import judge, lifted_message, reference_problems
 from llmval.report.blockers import HOLDS, LIFTED
+from llmval.verdict import Verdict, make_verdict
 
 P2P = BlockerSpec(id="p2p", check="hosts.nccl.p2p", subject="kpro6*", reason="IOMMU", revisit="p2p-off")
 DECISION = DecisionSpec(id="p2p-off", decision="NCCL_P2P_DISABLE=1", rationale="FSP needs IOMMU translation")
 
 
-def rec(check: str, ok: bool, subject: str = "kpro6-ct129") -> dict:
-    return {"subject": subject, "check": check, "expected": "P2P", "observed": "P2P" if ok else "SHM", "ok": ok}
+def rec(check: str, ok: bool, subject: str = "kpro6-ct129") -> Verdict:
+    return make_verdict(subject, check, expected="P2P", observed="P2P" if ok else "SHM", held=ok)
 
 
 def test_failing_blocked_check_holds():

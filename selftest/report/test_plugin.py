@@ -57,7 +57,7 @@ def test_declared_blocker_that_still_fails_is_xfail(pytester):
     tests = _results(pytester)
     assert tests["test_p2p_still_blocked"]["outcome"] == "xfailed"
     assert tests["test_p2p_still_blocked"]["blockers"][0] | {"observed": ""} == {
-        "id": "gpu-p2p", "check": "selftest.nccl.p2p", "subject": "gpu-node-01", "state": "holds", "observed": ""}
+        "id": "gpu-p2p", "check": "selftest.nccl.p2p", "target": "gpu-node-01", "state": "holds", "observed": ""}
     assert tests["test_p2p_on_a_host_the_blocker_does_not_name"]["outcome"] == "failed"
     status = (pytester.path / "reports" / "status.md").read_text()
     assert "⛔ **gpu-p2p**" in status and "still holds: `selftest.nccl.p2p` on gpu-node-01" in status

@@ -58,8 +58,8 @@ def test_failing_names_check_cause_and_fix(status):
     assert ("❌ `accuracy.niah.all_pass_up_to` on kpro6-sglang: expected every cell <= 131072 passes, observed 2 "
             "cells fail") in status
     assert "fix: check --context-length and the rope scaling" in status
-    assert "⚠️ `tests/hosts/test_model_files.py::test_model_files_identical[kpro6-ct129]` — could not check: " \
-           "(CommandTimeout)" in status
+    assert "⚠️ `test_model_files_identical` on kpro6-ct129 — could not check (CommandTimeout): [kpro6-ct129] " \
+           "command ran past its timeout of 600 s" in status
 
 
 def test_blockers_show_holding_with_the_observation(status):
@@ -80,9 +80,9 @@ def test_decision_whose_guard_fails_is_flagged_with_a_next_step(kpro6, runs):
     _, current = runs
     broken = copy.deepcopy(current)
     for test in broken["tests"]:
-        for record in test["evidence"]:
+        for record in test["verdicts"]:
             if record["check"] == "serving.speculative.num_steps":
-                record.update(observed="5", ok=False)
+                record.update(observed="5", cause="broken")
     status = render_markdown(build_status(broken, kpro6))
     assert "❌ **spec-steps-4** (kpro6)" in status
     assert "`serving.speculative.num_steps` on kpro6-sglang: FAIL — observed 5" in status

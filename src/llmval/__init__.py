@@ -19,8 +19,10 @@ from .errors import (
 )
 from .inventory import Inventory, inventory_json_schema, load_inventory
 from .recording import CommandResult, Recorder, Replay
+from .verdict import Cause, Verdict
 
 __all__ = [
+    "Cause",
     "CommandFailed",
     "CommandResult",
     "CommandTimeout",
@@ -35,6 +37,7 @@ __all__ = [
     "Recorder",
     "Replay",
     "ReplayMiss",
+    "Verdict",
     "inventory_json_schema",
     "load_inventory",
     "mismatch",

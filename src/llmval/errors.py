@@ -34,6 +34,9 @@ from __future__ import annotations
 class LlmvalError(Exception):
     """Base class: the suite could not check something."""
 
+    depends_on: tuple[str, ...] = ()
+    """Check ids whose failure explains this error (the status document groups it under them)."""
+
 
 class InventoryError(LlmvalError):
     """The inventory is unreadable or invalid; the message names the file and key path."""
@@ -71,6 +74,8 @@ class HostError(LlmvalError):
 
 class HostUnreachable(HostError):
     """The transport to the host could not connect."""
+
+    depends_on = ("hosts.reachable",)
 
 
 class CommandTimeout(HostError):

@@ -8,45 +8,133 @@ Added keys are optional for readers: `inventory_snapshot` (the validated invento
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import LlmvalError
+from .verdict import Cause, Measured, Verdict
 
 RESULTS_FILE = "results.json"
 HISTORY_DIR = "history"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: per test `verdicts` (llmval.verdict.Verdict) replace version 1's `evidence` records."""
 
 
-@dataclasses.dataclass
-class TestResult:
+class BlockerRecord(BaseModel):
+    """What one test showed about one declared blocker."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    check: str
+    target: str
+    state: str
+    """holds (the check still fails) or lifted (it passes now)."""
+    observed: str = ""
+
+
+class TestResult(BaseModel):
     """What one contract test concluded."""
 
     __test__ = False  # not a pytest test class
+    model_config = ConfigDict(extra="forbid")
 
     nodeid: str
     outcome: str = ""
-    """passed, failed, error, skipped, xfailed or xpassed."""
+    """passed, failed, error, skipped, xfailed or xpassed; `error` is could not check."""
     message: str = ""
     duration_s: float = 0.0
-    markers: list[str] = dataclasses.field(default_factory=list)
-    evidence: list[dict] = dataclasses.field(default_factory=list)
-    """Each `expect` call: subject, check, expected, observed, ok."""
-    measured: list[dict] = dataclasses.field(default_factory=list)
-    """Each measured value: subject, name, value, unit."""
-    blockers: list[dict] = dataclasses.field(default_factory=list)
-    """Each declared blocker this test showed: id, check, subject, state (holds or lifted)."""
+    markers: list[str] = Field(default_factory=list)
+    verdicts: list[Verdict] = Field(default_factory=list)
+    """Each `expect` call, and the could-not-check verdict of an error."""
+    measured: list[Measured] = Field(default_factory=list)
+    blockers: list[BlockerRecord] = Field(default_factory=list)
+    """Each declared blocker this test showed."""
+
+    @property
+    def failing(self) -> Verdict | None:
+        """The verdict that failed the test (last broken, could-not-check or blocked one), if any."""
+        bad = [v for v in self.verdicts if v.cause != Cause.HELD]
+        return bad[-1] if bad else None
+
+    @property
+    def is_lifted(self) -> bool:
+        return any(b.state == "lifted" for b in self.blockers)
+
+
+class RunResults(BaseModel):
+    """A whole results document (reports/results.json), typed."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = SCHEMA_VERSION
+    deployment: str = ""
+    inventory: str = ""
+    started: str = ""
+    duration_s: float = 0.0
+    mode: str = ""
+    markexpr: str = ""
+    exitstatus: int = 1
+    counts: dict[str, int] = Field(default_factory=dict)
+    """Tests per outcome: `failed` is a broken contract, `error` could not check."""
+    causes: dict[str, int] = Field(default_factory=dict)
+    """Tests per deciding verdict cause: held, broken, could-not-check, blocked."""
+    tests: list[TestResult] = Field(default_factory=list)
+    inventory_snapshot: dict[str, Any] | None = None
+    not_judged: list[str] | None = None
+    """In a full run: declared inventory facts no verdict judged (llmval.judged); None when not computed."""
+
+
+def upgrade_document(document: dict) -> dict:
+    """A results document in the current schema: version 1's `evidence` records become verdicts."""
+    if document.get("schema_version", 1) >= 2:
+        return document
+    upgraded = dict(document, schema_version=SCHEMA_VERSION)
+    tests = []
+    for test in document.get("tests", []):
+        test = dict(test)
+        records = test.pop("evidence", [])
+        test["verdicts"] = [{"target": str(r.get("subject", "")), "check": str(r.get("check", "")),
+                             "expected": str(r.get("expected", "")), "observed": str(r.get("observed", "")),
+                             "evidence": str(r.get("evidence", "")),
+                             "cause": "held" if r.get("ok") else ("blocked" if test.get("outcome") == "xfailed"
+                                                                  else "broken")} for r in records]
+        test["measured"] = [{"target": str(m.get("subject", "")), "name": str(m.get("name", "")),
+                             "value": m.get("value", ""), "unit": m.get("unit") or ""}
+                            for m in test.get("measured", [])]
+        test["blockers"] = [{"id": b.get("id", ""), "check": b.get("check", ""),
+                             "target": b.get("subject", b.get("target", "")), "state": b.get("state", ""),
+                             "observed": b.get("observed", "")} for b in test.get("blockers", [])]
+        tests.append(test)
+    upgraded["tests"] = tests
+    return upgraded
+
+
+def parse_results(document: dict | RunResults) -> RunResults:
+    """The typed results of a document (either schema version); an invalid one is an LlmvalError."""
+    if isinstance(document, RunResults):
+        return document
+    try:
+        return RunResults.model_validate(upgrade_document(document))
+    except ValidationError as error:
+        raise LlmvalError(f"not a results document: {error}") from None
 
 
 def results_document(*, inventory_path: str, deployment: str, started: dt.datetime, duration_s: float,
                      mode: str, markexpr: str, exitstatus: int, results: list[TestResult],
-                     inventory_snapshot: dict | None = None) -> dict:
+                     inventory_snapshot: dict | None = None, not_judged: list[str] | None = None) -> dict:
     """The results JSON document as a dict (what write_results writes)."""
     counts: dict[str, int] = {}
+    causes: dict[str, int] = {}
     for result in results:
         counts[result.outcome] = counts.get(result.outcome, 0) + 1
+        if result.verdicts:
+            cause = str((result.failing or result.verdicts[-1]).cause)
+            causes[cause] = causes.get(cause, 0) + 1
     document = {
         "schema_version": SCHEMA_VERSION,
         "deployment": deployment,
@@ -57,10 +145,13 @@ def results_document(*, inventory_path: str, deployment: str, started: dt.dateti
         "markexpr": markexpr,
         "exitstatus": exitstatus,
         "counts": counts,
-        "tests": [dataclasses.asdict(r) for r in sorted(results, key=lambda r: r.nodeid)],
+        "causes": causes,
+        "tests": [r.model_dump(mode="json") for r in sorted(results, key=lambda r: r.nodeid)],
     }
     if inventory_snapshot is not None:
         document["inventory_snapshot"] = inventory_snapshot
+    if not_judged is not None:
+        document["not_judged"] = not_judged
     return document
 
 
@@ -101,7 +192,7 @@ def load_results(path: Path) -> dict:
         raise LlmvalError(f"cannot read results JSON {path}: {error}") from None
     if not isinstance(document, dict) or "tests" not in document or "deployment" not in document:
         raise LlmvalError(f"{path} is not a results JSON (no 'deployment'/'tests' keys)")
-    return document
+    return upgrade_document(document)
 
 
 def history_files(reports_dir: Path, deployment: str) -> list[Path]:

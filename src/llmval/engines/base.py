@@ -31,6 +31,8 @@ from .metrics import Metrics, parse_metrics
 class ModelNotServed(EndpointError):
     """A request named the inventory's model and the endpoint answered that no such model is served."""
 
+    depends_on = ("serving.model.id",)
+
 
 class NotExposed(LlmvalError):
     """The engine does not expose a fact the inventory asks about (the message says how to expose it)."""

@@ -8,19 +8,19 @@ data; the pytest glue is fixtures/reporting.py and fixtures/blockers.py.
     render_markdown(doc) -> str                # reports/status.md
     render_html(doc, results, reports_dir)     # reports/report.html, plots embedded
     diff_runs(previous, current) -> [Change]   # "Changed since last run"
-    judge(blockers, records, nodeid, failed=)  # strict-xfail verdicts of known blockers
+    judge(blockers, verdicts, nodeid, failed=) # strict-xfail verdicts of known blockers
+    junit.finish_junit(path, results, inv)     # junit for CI: suite named after the deployment, <error>s
 """
 
 from __future__ import annotations
 
-from .blockers import BLOCKER_PROPERTY, BlockerVerdict, judge, lifted_message, reference_problems, xfail_reason
+from .blockers import BlockerVerdict, judge, lifted_message, reference_problems, xfail_reason
 from .diff import Change, diff_runs, flatten, inventory_changes
 from .html import render_html, status_fragment
 from .secrets import inventory_secret_values, redact_tree
 from .status import StatusDocument, build_status, evidence_paths, render_markdown
 
 __all__ = [
-    "BLOCKER_PROPERTY",
     "BlockerVerdict",
     "Change",
     "StatusDocument",

@@ -1,7 +1,7 @@
 """Known blockers judged from a test's evidence: a failing blocked check is xfail, a passing one is "lifted".
 
 At collection nobody knows which test states which check, so the verdict is taken after the test ran,
-from the `expect` records it left: the last failing record is what failed the test; every passing record
+from the verdicts it stated: the last broken verdict is what failed the test; every held verdict
 for a blocked check means the blocker no longer holds.
 """
 
@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
 from ..inventory import BlockerSpec, DecisionSpec
+from ..results import BlockerRecord
+from ..verdict import Cause, Verdict
 
-BLOCKER_PROPERTY = "llmval.blocker"
-"""user_properties key of the JSON record `{id, check, subject, state}` a blocked test leaves."""
 HOLDS = "holds"
 LIFTED = "lifted"
 
@@ -24,46 +24,46 @@ class BlockerVerdict:
     """What a test showed about one blocker."""
 
     blocker: BlockerSpec
-    record: dict
-    """The evidence record (subject, check, expected, observed, ok) that showed it."""
+    verdict: Verdict
+    """The verdict that showed it."""
     state: str
     """HOLDS (the check still fails) or LIFTED (it passes now)."""
 
-    def as_property(self) -> dict:
-        return {"id": self.blocker.id, "check": self.record.get("check", ""),
-                "subject": self.record.get("subject", ""), "state": self.state,
-                "observed": self.record.get("observed", "")}
+    def record(self) -> BlockerRecord:
+        """What results.json keeps of it."""
+        return BlockerRecord(id=self.blocker.id, check=self.verdict.check, target=self.verdict.target,
+                             state=self.state, observed=self.verdict.observed)
 
 
-def blocker_applies(blocker: BlockerSpec, record: dict, nodeid: str, marked: Iterable[str] = ()) -> bool:
-    """True if `record` (an expect record of test `nodeid`) is a verdict on `blocker`'s check."""
-    if not fnmatchcase(str(record.get("check", "")), blocker.check):
+def blocker_applies(blocker: BlockerSpec, verdict: Verdict, nodeid: str, marked: Iterable[str] = ()) -> bool:
+    """True if `verdict` (stated by test `nodeid`) is a verdict on `blocker`'s check."""
+    if not fnmatchcase(verdict.check, blocker.check):
         return False
-    if blocker.subject and not fnmatchcase(str(record.get("subject", "")), blocker.subject):
+    if blocker.subject and not fnmatchcase(verdict.target, blocker.subject):
         return False
     return not blocker.test or fnmatchcase(nodeid, blocker.test) or blocker.id in set(marked)
 
 
-def judge(blockers: Iterable[BlockerSpec], records: list[dict], nodeid: str, *, failed: bool,
+def judge(blockers: Iterable[BlockerSpec], verdicts: list[Verdict], nodeid: str, *, failed: bool,
           marked: Iterable[str] = ()) -> list[BlockerVerdict]:
     """The blocker verdicts of one test's call phase.
 
-    failed=True: only the last failing record counts (it is the one that failed the test); a match is HOLDS.
-    failed=False: every passing record that matches a blocker is LIFTED.
+    failed=True: only the last broken verdict counts (it is the one that failed the test); a match is HOLDS.
+    failed=False: every held verdict that matches a blocker is LIFTED.
     """
     blockers, marked = list(blockers), list(marked)
     if failed:
-        failing = [r for r in records if not r.get("ok", True)]
-        if not failing:
+        broken = [v for v in verdicts if v.cause == Cause.BROKEN]
+        if not broken:
             return []
-        last = failing[-1]
+        last = broken[-1]
         return [BlockerVerdict(b, last, HOLDS) for b in blockers if blocker_applies(b, last, nodeid, marked)][:1]
-    verdicts = []
-    for record in records:
-        if record.get("ok"):
-            verdicts += [BlockerVerdict(b, record, LIFTED) for b in blockers
-                         if blocker_applies(b, record, nodeid, marked)]
-    return verdicts
+    shown = []
+    for verdict in verdicts:
+        if verdict.is_held:
+            shown += [BlockerVerdict(b, verdict, LIFTED) for b in blockers
+                      if blocker_applies(b, verdict, nodeid, marked)]
+    return shown
 
 
 def xfail_reason(verdict: BlockerVerdict) -> str:
@@ -81,9 +81,9 @@ def lifted_message(verdicts: list[BlockerVerdict], decisions: Iterable[DecisionS
                    (v.blocker.revisit or f"the decisions that worked around blocker {v.blocker.id}"))
         lines += [f"[XPASS(strict)] blocker lifted: revisit {revisit}",
                   f"  blocker {v.blocker.id}: {v.blocker.reason}",
-                  f"  [{v.record.get('subject', '?')}] {v.record.get('check', '?')} now passes",
-                  f"    expected: {v.record.get('expected', '')}",
-                  f"    observed: {v.record.get('observed', '')}",
+                  f"  [{v.verdict.target}] {v.verdict.check} now passes",
+                  f"    expected: {v.verdict.expected}",
+                  f"    observed: {v.verdict.observed}",
                   f"  hint: confirm, revisit the decision, then remove [[blockers]] id = \"{v.blocker.id}\" "
                   "from the inventory"]
     return "\n".join(lines)

@@ -11,6 +11,8 @@ import dataclasses
 import json
 from typing import Any
 
+from ..results import upgrade_document
+
 INVENTORY = "inventory"
 VERDICT = "verdict"
 OBSERVED = "observed"
@@ -123,8 +125,16 @@ def _relative(before: float, after: float) -> str:
     return f"{(after - before) / abs(before) * 100:+.1f}%"
 
 
-def diff_runs(previous: dict, current: dict) -> list[Change]:
-    """Every change from `previous` to `current`, inventory first."""
+def _document(results: Any) -> dict:
+    """A results document (dict, either schema version, or RunResults) as a current-schema dict."""
+    if hasattr(results, "model_dump"):
+        return results.model_dump(mode="json")
+    return upgrade_document(results)
+
+
+def diff_runs(previous: Any, current: Any) -> list[Change]:
+    """Every change from `previous` to `current` (results documents or RunResults), inventory first."""
+    previous, current = _document(previous), _document(current)
     old_inventory, new_inventory = previous.get("inventory_snapshot"), current.get("inventory_snapshot")
     if old_inventory is not None and new_inventory is not None:
         changes = inventory_changes(old_inventory, new_inventory)
@@ -139,9 +149,9 @@ def diff_runs(previous: dict, current: dict) -> list[Change]:
             changes.append(Change(VERDICT, nodeid, old.get("outcome"), new.get("outcome"),
                                   "blocker lifted" if lifted else "fixed" if new.get("outcome") == "passed" else
                                   ("broke" if new.get("outcome") in {"failed", "error"} else "")))
-        old_obs = {(e.get("subject"), e.get("check")): e.get("observed") for e in old.get("evidence", [])}
-        for e in new.get("evidence", []):
-            key = (e.get("subject"), e.get("check"))
+        old_obs = {(v.get("target"), v.get("check")): v.get("observed") for v in old.get("verdicts", [])}
+        for e in new.get("verdicts", []):
+            key = (e.get("target"), e.get("check"))
             if key in old_obs and old_obs[key] != e.get("observed"):
                 changes.append(Change(OBSERVED, f"[{key[0]}] {key[1]}", old_obs[key], e.get("observed")))
     new_ids = sorted(set(after) - set(before))
@@ -163,12 +173,13 @@ def _measured(document: dict) -> dict[tuple[str, str], dict]:
     values = {}
     for test in document.get("tests", []):
         for m in test.get("measured", []):
-            values[(str(m.get("subject")), str(m.get("name")))] = m
+            values[(str(m.get("target")), str(m.get("name")))] = m
     return values
 
 
-def measured_changes(previous: dict, current: dict) -> list[Change]:
+def measured_changes(previous: Any, current: Any) -> list[Change]:
     """Measured values (tok/s, scores, versions) that differ, largest relative change first."""
+    previous, current = _document(previous), _document(current)
     before, after = _measured(previous), _measured(current)
     changes = []
     for key in sorted(set(before) & set(after)):

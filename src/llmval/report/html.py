@@ -11,6 +11,7 @@ import html
 import re
 from pathlib import Path
 
+from ..results import RunResults, parse_results
 from .status import DECLARED, ERROR, FAIL, INFO, LIFT, OK, UNCHECKED, XFAIL, StatusDocument
 
 BADGES = {OK: ("holds", "#1a7f37"), FAIL: ("FAIL", "#cf222e"), ERROR: ("could not check", "#bc4c00"),
@@ -93,7 +94,9 @@ def status_fragment(doc: StatusDocument, reports_dir: Path | None = None) -> str
         if section.items:
             parts.append("<ul>")
             for item in section.items:
-                sub = "".join(f"<li>{inline(d)}</li>" for d in item.detail)
+                children = "".join(f"<li>{_badge(c.state)}{inline(c.text)}</li>" for c in item.children)
+                sub = "".join(f"<li>{inline(d)}</li>" for d in item.detail) + (
+                    f"<li><ul>{children}</ul></li>" if children else "")
                 parts.append(f"<li>{_badge(item.state)}{inline(item.text)}" + (f"<ul>{sub}</ul>" if sub else "")
                              + "</li>")
             parts.append("</ul>")
@@ -110,20 +113,19 @@ def status_fragment(doc: StatusDocument, reports_dir: Path | None = None) -> str
     return "\n".join(parts)
 
 
-def render_html(doc: StatusDocument, results: dict, reports_dir: Path) -> str:
+def render_html(doc: StatusDocument, results: RunResults | dict, reports_dir: Path) -> str:
     """A self-contained HTML page: the status document at the top, plots, then every test's verdict."""
     rows = []
-    for test in results.get("tests", []):
-        outcome = test.get("outcome", "")
+    for test in parse_results(results).tests:
+        outcome = test.outcome
         colour = OUTCOME_COLOURS.get(outcome, "#6e7781")
-        evidence = "; ".join(f"{e.get('check')} on {e.get('subject')}: {e.get('observed')}"
-                             for e in test.get("evidence", [])[:3])
-        message = test.get("message", "")
+        evidence = "; ".join(f"{v.check} on {v.target}: {v.cause} — {v.observed}" for v in test.verdicts[:3])
+        message = test.message
         detail = (f"<details><summary>message</summary><pre>{html.escape(message)}</pre></details>"
                   if message else "")
         rows.append(f'<tr><td><span class="badge" style="background:{colour}">{html.escape(outcome)}</span></td>'
-                    f"<td><code>{html.escape(test.get('nodeid', ''))}</code>{detail}</td>"
-                    f"<td>{html.escape(evidence)}</td><td>{test.get('duration_s', 0):.2f}</td></tr>")
+                    f"<td><code>{html.escape(test.nodeid)}</code>{detail}</td>"
+                    f"<td>{html.escape(evidence)}</td><td>{test.duration_s:.2f}</td></tr>")
     table = ('<div class="llmval-status"><h2>Every test</h2><table><tr><th>outcome</th><th>test</th>'
              "<th>evidence (first 3 verdicts)</th><th>s</th></tr>" + "".join(rows) + "</table></div>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

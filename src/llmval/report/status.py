@@ -16,6 +16,8 @@ from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
 from ..inventory import Inventory
+from ..results import BlockerRecord, RunResults, TestResult, parse_results
+from ..verdict import Cause, Verdict
 from .blockers import HOLDS, LIFTED
 from .diff import Change, diff_runs
 
@@ -25,7 +27,6 @@ OK, FAIL, ERROR, XFAIL, LIFT, UNCHECKED, DECLARED, INFO = (
 # A path on a host in evidence text: absolute, ./relative or ~/; not the path part of a URL.
 PATH_RE = re.compile(r"(?<![\w:/.\-])(?P<path>(?:~|\.{1,2})?/[\w.@%+=*-]+(?:/[\w.@%+=*-]+)+/?)")
 PARAM_RE = re.compile(r"\[(?P<id>[^\]]+)\]$")
-HINT_RE = re.compile(r"^\s*hint: (?P<hint>.+)$", re.M)
 MAX_DONE_SUBJECTS = 4
 
 
@@ -36,6 +37,8 @@ class Item:
     text: str
     state: str = INFO
     detail: list[str] = dataclasses.field(default_factory=list)
+    children: list[Item] = dataclasses.field(default_factory=list)
+    """Items grouped under this one (the failures that depend on a root failure)."""
 
 
 @dataclasses.dataclass
@@ -69,6 +72,9 @@ class StatusDocument:
     sections: list[Section]
     plots: list[str]
     """PNG file names in the reports folder, in display order."""
+    roots: list[Failure] = dataclasses.field(default_factory=list)
+    """Root failures, each with its dependents (the terminal summary prints them too)."""
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
 
 MD_SPECIAL_RE = re.compile(r"([`*|]|<(?=[A-Za-z/!?]))")  # `<` only where it could open an HTML tag
@@ -85,61 +91,56 @@ def _platforms(inventory: Inventory) -> dict[str, str]:
     return names
 
 
-def _records(results: dict) -> list[tuple[dict, dict]]:
-    """(test, evidence record) pairs in test order."""
-    return [(t, e) for t in results.get("tests", []) for e in t.get("evidence", [])]
+def _records(results: RunResults) -> list[tuple[TestResult, Verdict]]:
+    """(test, verdict) pairs in test order, could-not-check verdicts left out (they judged nothing)."""
+    return [(t, v) for t in results.tests for v in t.verdicts if v.cause != Cause.COULD_NOT_CHECK]
 
 
-def _verdicts_by_check(results: dict) -> dict[str, list[tuple[dict, dict]]]:
-    by_check: dict[str, list[tuple[dict, dict]]] = defaultdict(list)
-    for test, record in _records(results):
-        by_check[str(record.get("check"))].append((test, record))
+def _verdicts_by_check(results: RunResults) -> dict[str, list[tuple[TestResult, Verdict]]]:
+    by_check: dict[str, list[tuple[TestResult, Verdict]]] = defaultdict(list)
+    for test, verdict in _records(results):
+        by_check[verdict.check].append((test, verdict))
     return by_check
 
 
-def _record_state(test: dict, record: dict) -> str:
-    if record.get("ok"):
-        return LIFT if any(b.get("state") == LIFTED for b in test.get("blockers", [])) else OK
-    return XFAIL if test.get("outcome") == "xfailed" else FAIL
+def _record_state(test: TestResult, verdict: Verdict) -> str:
+    if verdict.is_held:
+        return LIFT if test.is_lifted else OK
+    return XFAIL if test.outcome == "xfailed" or verdict.cause == Cause.BLOCKED else FAIL
 
 
 def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
-def _failing_record(test: dict) -> dict | None:
-    failing = [e for e in test.get("evidence", []) if not e.get("ok", True)]
-    return failing[-1] if failing else None
-
-
-def _header(results: dict, inventory: Inventory) -> tuple[str, list[str]]:
-    counts = results.get("counts", {})
-    verdict = "GREEN" if results.get("exitstatus", 1) == 0 else "RED"
-    scope = f"-m {results['markexpr']}" if results.get("markexpr") else "all checks"
-    tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no tests ran"
+def _header(results: RunResults, warnings: list[str]) -> tuple[str, list[str]]:
+    verdict = "GREEN" if results.exitstatus == 0 else "RED"
+    scope = f"-m {results.markexpr}" if results.markexpr else "all checks"
+    tally = ", ".join(f"{n} {k}" for k, n in sorted(results.counts.items())) or "no tests ran"
     summary = [
-        f"Run {results.get('started', '?')} · {scope} · mode {results.get('mode', '?')} · "
-        f"{results.get('duration_s', 0):.1f} s · inventory `{results.get('inventory', '?')}`",
+        f"Run {results.started or '?'} · {scope} · mode {results.mode or '?'} · "
+        f"{results.duration_s:.1f} s · inventory `{results.inventory or '?'}`",
         f"Verdict: **{verdict}** ({tally}).",
-        "Facts below come from this run's evidence; items marked *declared* come from the inventory only.",
     ]
+    summary += [f"**Warning:** {esc(w)}" for w in warnings]
+    summary.append("Facts below come from this run's evidence; items marked *declared* come from the inventory only.")
     return verdict, summary
 
 
-def _done(results: dict) -> Section:
+def _done(results: RunResults) -> Section:
     section = Section("Done", level=3, note="checks that passed, with what they observed")
-    passing = defaultdict(list)
-    for test, record in _records(results):
-        if record.get("ok") and not any(b.get("state") == LIFTED for b in test.get("blockers", [])):
-            passing[str(record.get("check"))].append(record)
+    passing: dict[str, list[Verdict]] = defaultdict(list)
+    for test, verdict in _records(results):
+        if verdict.is_held and not test.is_lifted:
+            passing[verdict.check].append(verdict)
     for check in sorted(passing):
-        records = passing[check]
-        shown = [f"{esc(r.get('subject'))}: {esc(r.get('observed'))}" for r in records[:MAX_DONE_SUBJECTS]]
-        more = f" (+{len(records) - MAX_DONE_SUBJECTS} more)" if len(records) > MAX_DONE_SUBJECTS else ""
-        if len(records) == 1:
+        verdicts = passing[check]
+        shown = [f"{esc(v.target)}: {esc(v.observed)}" for v in verdicts[:MAX_DONE_SUBJECTS]]
+        more = f" (+{len(verdicts) - MAX_DONE_SUBJECTS} more)" if len(verdicts) > MAX_DONE_SUBJECTS else ""
+        if len(verdicts) == 1:
             section.items.append(Item(f"`{check}` — {shown[0]}", OK))
         else:
-            section.items.append(Item(f"`{check}` — {len(records)} verdicts pass{more}", OK, shown))
+            section.items.append(Item(f"`{check}` — {len(verdicts)} verdicts pass{more}", OK, shown))
     if not section.items:
         section.items.append(Item("no check passed in this run", INFO))
     return section
@@ -149,68 +150,132 @@ def _clip(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _failing(results: dict) -> Section:
-    section = Section("Failing", level=3, note="broken contract (FAIL) or could not check (ERROR), with the cause")
-    same_cause: dict[tuple[str, str], Item] = {}
-    for test in results.get("tests", []):
-        outcome = test.get("outcome")
-        if outcome not in {"failed", "error"} or any(b.get("state") == LIFTED for b in test.get("blockers", [])):
+@dataclasses.dataclass
+class Failure:
+    """One failed or errored test with the verdict that decided it."""
+
+    test: TestResult
+    verdict: Verdict
+    dependents: list[Failure] = dataclasses.field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        return ERROR if self.verdict.cause == Cause.COULD_NOT_CHECK else FAIL
+
+    def describe(self) -> str:
+        """One line naming the check (or the test), the target and what was seen."""
+        v = self.verdict
+        if v.cause == Cause.COULD_NOT_CHECK:
+            return f"`{v.check}` on {esc(v.target or '?')} — could not check ({v.error}): {esc(_clip(v.observed, 300))}"
+        return f"`{v.check}` on {esc(v.target)}: expected {esc(v.expected)}, observed {esc(v.observed)}"
+
+
+def _unjudged_verdict(test: TestResult) -> Verdict:
+    """A failure no verdict explains (a plain assert, an unexpected exception): its first message line."""
+    message = test.message
+    e_line = next((line[1:].strip() for line in message.splitlines() if line.startswith("E ")), "")
+    param = PARAM_RE.search(test.nodeid)
+    cause = Cause.COULD_NOT_CHECK if test.outcome == "error" or "could not check" in message else Cause.BROKEN
+    return Verdict(target=param.group("id") if param else "", check=test.nodeid.split("::")[-1].split("[")[0],
+                   observed=_clip(e_line or _first_line(message).removeprefix("could not check "), 300),
+                   cause=cause, error="error" if cause == Cause.COULD_NOT_CHECK else "")
+
+
+def root_causes(results: RunResults) -> list[Failure]:
+    """Each root failure (no failing check it depends on), with the failures that depend on it under it.
+
+    A failure depends on another when its verdict's `depends_on` names that check, failing on the same
+    target (or on a target its own name starts with); chains lead to their first failure.
+    """
+    failures = []
+    for test in results.tests:
+        if test.outcome not in {"failed", "error"} or test.is_lifted:
             continue
-        record = _failing_record(test)
-        message = test.get("message", "")
-        if record is not None and outcome == "failed":
-            text = (f"`{record.get('check')}` on {esc(record.get('subject'))}: expected {esc(record.get('expected'))}, "
-                    f"observed {esc(record.get('observed'))}")
-            detail = [f"test: `{test['nodeid']}`"]
-            if hint := HINT_RE.search(message):
-                detail.append(f"fix: {esc(hint.group('hint'))}")
-            if record.get("evidence"):
-                detail.append(f"evidence: {esc(_clip(record['evidence']))}")
-            section.items.append(Item(text, FAIL, detail))
+        verdict = test.failing
+        if verdict is None or verdict.cause == Cause.BLOCKED:
+            verdict = _unjudged_verdict(test)
+        failures.append(Failure(test, verdict))
+    by_check: dict[str, list[Failure]] = defaultdict(list)
+    for failure in failures:
+        by_check[failure.verdict.check].append(failure)
+
+    def parent(failure: Failure) -> Failure | None:
+        for check in failure.verdict.depends_on:
+            for other in by_check.get(check, []):
+                if other is not failure and other.verdict.check != failure.verdict.check and (
+                        other.verdict.target == failure.verdict.target
+                        or failure.verdict.target.startswith(other.verdict.target)):
+                    return other
+        return None
+
+    roots: list[Failure] = []
+    for failure in failures:
+        seen, node = {id(failure)}, failure
+        while (up := parent(node)) is not None and id(up) not in seen:
+            seen.add(id(up))
+            node = up
+        if node is failure:
+            roots.append(failure)
         else:
-            state = ERROR if outcome == "error" or "could not check" in message else FAIL
-            label = "could not check" if state == ERROR else "failed"
-            e_line = next((line[1:].strip() for line in message.splitlines() if line.startswith("E ")), "")
-            cause = _clip(e_line or _first_line(message).removeprefix("could not check "), 300)
-            if (state, cause) in same_cause:  # one item per cause, naming every test it stopped
-                same_cause[(state, cause)].detail.insert(0, f"also: `{test['nodeid']}`")
+            node.dependents.append(failure)
+    return sorted(roots, key=lambda f: (f.state != FAIL, -len(f.dependents)))
+
+
+def _failing(roots: list[Failure]) -> Section:
+    section = Section("Failing", level=3, note="root causes first: broken contract (FAIL) or could not check "
+                                                "(ERROR), with the checks that could not run because of each")
+    same_cause: dict[tuple[str, str], Item] = {}
+    for root in roots:
+        v = root.verdict
+        detail = [f"test: `{root.test.nodeid}`"]
+        if v.hint:
+            detail.append(f"fix: {esc(v.hint)}")
+        if v.evidence:
+            detail.append(f"evidence: {esc(_clip(v.evidence))}")
+        if not root.dependents and v.cause == Cause.COULD_NOT_CHECK:
+            key = (v.error, v.observed)
+            if key in same_cause:  # one item per cause, naming every test it stopped
+                same_cause[key].detail.append(f"also: `{root.test.nodeid}`")
                 continue
-            item = Item(f"`{test['nodeid']}` — {label}: {esc(cause)}", state,
-                        [esc(_clip(line.strip())) for line in message.splitlines()[1:3] if line.strip()])
-            same_cause[(state, cause)] = item
-            section.items.append(item)
+        item = Item(root.describe(), root.state, detail)
+        if root.dependents:
+            n = len(root.dependents)
+            item.detail.append(f"{n} check{'s' if n > 1 else ''} could not run because `{v.check}` failed:")
+            item.children = [Item(f"{_clip(d.describe(), 260)} (`{d.test.nodeid}`)", d.state) for d in root.dependents]
+        elif v.cause == Cause.COULD_NOT_CHECK:
+            same_cause[(v.error, v.observed)] = item
+        section.items.append(item)
     if not section.items:
         section.items.append(Item("nothing failing", OK))
     return section
 
 
-def _blocker_states(results: dict) -> dict[str, list[tuple[dict, dict]]]:
-    states: dict[str, list[tuple[dict, dict]]] = defaultdict(list)
-    for test in results.get("tests", []):
-        for b in test.get("blockers", []):
-            states[b["id"]].append((test, b))
+def _blocker_states(results: RunResults) -> dict[str, list[tuple[TestResult, BlockerRecord]]]:
+    states: dict[str, list[tuple[TestResult, BlockerRecord]]] = defaultdict(list)
+    for test in results.tests:
+        for b in test.blockers:
+            states[b.id].append((test, b))
     return states
 
 
-def _blocked(results: dict, inventory: Inventory) -> Section:
+def _blocked(results: RunResults, inventory: Inventory) -> Section:
     section = Section("Blocked", level=3, note="known blockers from the inventory, run as strict xfail")
     states = _blocker_states(results)
     for blocker in inventory.blockers:
         seen = states.get(blocker.id, [])
-        lifted = [b for _, b in seen if b.get("state") == LIFTED]
-        holds = [b for _, b in seen if b.get("state") == HOLDS]
+        lifted = [b for _, b in seen if b.state == LIFTED]
+        holds = [b for _, b in seen if b.state == HOLDS]
         head = f"**{blocker.id}**" + (f" ({blocker.platform})" if blocker.platform else "") + f": {esc(blocker.reason)}"
         detail = []
         if lifted:
             state = LIFT
-            detail += [f"LIFTED: `{b['check']}` on {esc(b['subject'])} now passes (observed {esc(b.get('observed'))})"
+            detail += [f"LIFTED: `{b.check}` on {esc(b.target)} now passes (observed {esc(b.observed)})"
                        for b in lifted]
             detail.append(f"revisit decision: {blocker.revisit or '(none named)'}")
         elif holds:
             state = XFAIL
         if holds:
-            detail += [f"still holds: `{b['check']}` on {esc(b['subject'])} observed {esc(b.get('observed'))}"
-                       for b in holds]
+            detail += [f"still holds: `{b.check}` on {esc(b.target)} observed {esc(b.observed)}" for b in holds]
         if not holds and not lifted:
             state = UNCHECKED
             detail.append(f"not checked this run (no test stated `{blocker.check}`)")
@@ -222,17 +287,17 @@ def _blocked(results: dict, inventory: Inventory) -> Section:
     return section
 
 
-def _expected_failures(results: dict) -> Section | None:
+def _expected_failures(results: RunResults) -> Section | None:
     """xfailed tests that no declared blocker explains (the test itself expects to fail)."""
     items: dict[str, Item] = {}
-    for test in results.get("tests", []):
-        if test.get("outcome") != "xfailed" or test.get("blockers"):
+    for test in results.tests:
+        if test.outcome != "xfailed" or test.blockers:
             continue
-        reason = _first_line(test.get("message", "")).removeprefix("xfail: ") or "(no reason)"
+        reason = _first_line(test.message).removeprefix("xfail: ") or "(no reason)"
         item = items.setdefault(reason, Item(esc(_clip(reason, 200)), XFAIL))
-        record = _failing_record(test)
-        observed = f": observed {esc(record.get('observed'))}" if record else ""
-        item.detail.append(f"`{test['nodeid']}`{observed}")
+        verdict = test.failing
+        observed = f": observed {esc(verdict.observed)}" if verdict else ""
+        item.detail.append(f"`{test.nodeid}`{observed}")
     if not items:
         return None
     for item in items.values():
@@ -241,31 +306,40 @@ def _expected_failures(results: dict) -> Section | None:
     return Section("Expected failures (xfail, no declared blocker)", list(items.values()), level=3)
 
 
-def _skipped(results: dict) -> Section | None:
+def _skipped(results: RunResults) -> Section | None:
     reasons: dict[str, int] = defaultdict(int)
-    for test in results.get("tests", []):
-        if test.get("outcome") == "skipped":
-            reasons[_first_line(test.get("message", "")).removeprefix("Skipped: ")[:160] or "(no reason)"] += 1
+    for test in results.tests:
+        if test.outcome == "skipped":
+            reasons[_first_line(test.message).removeprefix("Skipped: ")[:160] or "(no reason)"] += 1
     if not reasons:
         return None
     items = [Item(f"{n}× {esc(reason)}", UNCHECKED) for reason, n in sorted(reasons.items())]
     return Section("Not checked (skipped)", items, level=3)
 
 
-def _decisions(results: dict, inventory: Inventory) -> tuple[Section, list[Item]]:
+def _not_judged(results: RunResults) -> Section | None:
+    """Declared facts no verdict judged (a full run only): the run is not GREEN while this is non-empty."""
+    if results.not_judged is None:
+        return None
+    items = [Item(f"`{esc(field)}`", UNCHECKED) for field in results.not_judged]
+    return Section("Declared but not judged", items or [Item("every declared fact was judged", OK)], level=3,
+                   note="facts the inventory declares that no check of this full run judged (not GREEN while any)")
+
+
+def _decisions(results: RunResults, inventory: Inventory) -> tuple[Section, list[Item]]:
     section = Section("Key decisions", note="each with the checks that guard it and their verdict in this run")
     next_steps: list[Item] = []
     platforms = _platforms(inventory)
     by_check = _verdicts_by_check(results)
     lifted_for = defaultdict(list)
     for blocker in inventory.blockers:
-        if any(b.get("state") == LIFTED for _, b in _blocker_states(results).get(blocker.id, [])):
+        if any(b.state == LIFTED for _, b in _blocker_states(results).get(blocker.id, [])):
             lifted_for[blocker.revisit].append(blocker.id)
     for decision in inventory.decisions:
         detail, states, shown = [], [], set()
         for pattern in decision.guarded_by:
             hits = [(t, r) for check, pairs in by_check.items() if fnmatchcase(check, pattern) for t, r in pairs
-                    if not decision.platform or platforms.get(str(r.get("subject"))) in {decision.platform, None}]
+                    if not decision.platform or platforms.get(r.target) in {decision.platform, None}]
             if hits and all(id(r) in shown for _, r in hits):
                 continue  # an earlier pattern of this decision already showed these verdicts
             hits = [(t, r) for t, r in hits if id(r) not in shown]
@@ -278,8 +352,7 @@ def _decisions(results: dict, inventory: Inventory) -> tuple[Section, list[Item]
                 state = _record_state(test, record)
                 states.append(state)
                 word = {OK: "pass", FAIL: "FAIL", XFAIL: "xfail (blocked)", LIFT: "pass (blocker lifted)"}[state]
-                detail.append(f"`{record.get('check')}` on {esc(record.get('subject'))}: {word} — observed "
-                              f"{esc(record.get('observed'))}")
+                detail.append(f"`{record.check}` on {esc(record.target)}: {word} — observed {esc(record.observed)}")
         if not decision.guarded_by:
             detail.append("no guarding check declared")
         if lifted_for.get(decision.id):
@@ -301,21 +374,16 @@ def _decisions(results: dict, inventory: Inventory) -> tuple[Section, list[Item]
     return section, next_steps
 
 
-def _next_steps(results: dict, inventory: Inventory, from_decisions: list[Item]) -> Section:
-    section = Section("Next steps")
+def _next_steps(roots: list[Failure], inventory: Inventory, from_decisions: list[Item]) -> Section:
+    section = Section("Next steps", note="root causes first: fixing one lets its dependents run")
     section.items += [i for i in from_decisions if i.state == LIFT]
-    for test in results.get("tests", []):
-        if test.get("outcome") not in {"failed", "error"} or any(
-                b.get("state") == LIFTED for b in test.get("blockers", [])):
-            continue
-        record, message = _failing_record(test), test.get("message", "")
-        hint = HINT_RE.search(message)
-        if record is not None and test.get("outcome") == "failed":
-            text = f"Fix `{record.get('check')}` on {esc(record.get('subject'))}"
-        else:
-            text = f"Make `{test['nodeid']}` checkable again"
-        section.items.append(Item(text + (f": {esc(hint.group('hint'))}" if hint else ""),
-                                  FAIL if test.get("outcome") == "failed" else ERROR))
+    for root in roots:
+        v = root.verdict
+        text = (f"Fix `{v.check}` on {esc(v.target)}" if v.cause == Cause.BROKEN else
+                f"Make `{root.test.nodeid}` checkable again")
+        if root.dependents:
+            text += f" (then {len(root.dependents)} dependent check{'s' if len(root.dependents) > 1 else ''} can run)"
+        section.items.append(Item(text + (f": {esc(v.hint)}" if v.hint else ""), root.state))
     section.items += [i for i in from_decisions if i.state == FAIL]
     section.items += [Item(esc(step), DECLARED) for step in inventory.deployment.next_steps]
     if not section.items:
@@ -329,16 +397,15 @@ def _value(value: object) -> str:
     return str(value)
 
 
-def _context(results: dict, inventory: Inventory) -> Section:
+def _context(results: RunResults, inventory: Inventory) -> Section:
     section = Section("Critical context", note="measured facts per platform (this run), then declared ones",
                       tables_first=True)
     platforms = _platforms(inventory)
     rows: dict[str, list[list[str]]] = defaultdict(list)
-    for test in results.get("tests", []):
-        for m in test.get("measured", []):
-            platform = platforms.get(str(m.get("subject")), "other")
-            rows[platform].append([esc(m.get("subject")), esc(m.get("name")), esc(_value(m.get("value"))),
-                                   esc(m.get("unit") or "")])
+    for test in results.tests:
+        for m in test.measured:
+            platform = platforms.get(m.target, "other")
+            rows[platform].append([esc(m.target), esc(m.name), esc(_value(m.value)), esc(m.unit)])
     for platform in sorted(rows):
         unique = sorted({tuple(r) for r in rows[platform]})
         section.tables.append((f"platform {platform}", Table(["subject", "measured", "value", "unit"],
@@ -352,15 +419,14 @@ def _context(results: dict, inventory: Inventory) -> Section:
     return section
 
 
-def evidence_paths(results: dict) -> dict[str, dict[str, set[str]]]:
-    """subject → path → checks: paths quoted in the expected/observed/evidence text of this run's verdicts."""
+def evidence_paths(results: RunResults | dict) -> dict[str, dict[str, set[str]]]:
+    """target → path → checks: paths quoted in the expected/observed/evidence text of this run's verdicts."""
+    results = parse_results(results)
     found: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    sources = [(str(r.get("subject")), str(r.get("check")),
-                " ".join(str(r.get(k, "")) for k in ("expected", "observed", "evidence")))
-               for _, r in _records(results)]
-    for test in results.get("tests", []):
-        if test.get("outcome") in {"failed", "error"} and (param := PARAM_RE.search(test.get("nodeid", ""))):
-            sources.append((param.group("id"), test["nodeid"].split("::")[-1].split("[")[0], test.get("message", "")))
+    sources = [(v.target, v.check, " ".join((v.expected, v.observed, v.evidence))) for _, v in _records(results)]
+    for test in results.tests:
+        if test.outcome in {"failed", "error"} and (param := PARAM_RE.search(test.nodeid)):
+            sources.append((param.group("id"), test.nodeid.split("::")[-1].split("[")[0], test.message))
     for subject, check, text in sources:
         for match in PATH_RE.finditer(text):
             path = match.group("path").rstrip("/.,")
@@ -369,7 +435,7 @@ def evidence_paths(results: dict) -> dict[str, dict[str, set[str]]]:
     return found
 
 
-def _files(results: dict, inventory: Inventory) -> Section:
+def _files(results: RunResults, inventory: Inventory) -> Section:
     section = Section("Relevant files", note="paths this run checked on each host, then declared ones")
     checked = evidence_paths(results)
     hosts = {h.name for h in inventory.hosts}
@@ -419,14 +485,19 @@ def order_plots(names: list[str]) -> list[str]:
     return sorted(names, key=rank)
 
 
-def build_status(results: dict, inventory: Inventory, *, previous: dict | None = None,
-                 previous_name: str | None = None, plots: list[str] = ()) -> StatusDocument:
-    """The status document of one run; `previous` is the last results JSON of the same deployment."""
+def build_status(results: RunResults | dict, inventory: Inventory, *, previous: RunResults | dict | None = None,
+                 previous_name: str | None = None, plots: list[str] = (),
+                 warnings: list[str] = ()) -> StatusDocument:
+    """The status document of one run; `previous` is the last results of the same deployment; `warnings`
+    (e.g. a key sent over plain http) are shown under the verdict."""
+    results = parse_results(results)
     deployment = inventory.deployment
-    verdict, summary = _header(results, inventory)
+    verdict, summary = _header(results, list(warnings))
+    roots = root_causes(results)
     decisions, decision_steps = _decisions(results, inventory)
-    progress = [_done(results), _failing(results), _blocked(results, inventory)]
-    progress += [s for s in (_expected_failures(results), _skipped(results)) if s is not None]
+    progress = [_done(results), _failing(roots), _blocked(results, inventory)]
+    progress += [s for s in (_expected_failures(results), _skipped(results), _not_judged(results))
+                 if s is not None]
     sections = [
         Section("Goal", [Item(esc(deployment.goal or "(no goal declared in [deployment])"), DECLARED)]),
         Section("Constraints & Preferences", [Item(esc(c), DECLARED) for c in deployment.constraints]
@@ -434,16 +505,17 @@ def build_status(results: dict, inventory: Inventory, *, previous: dict | None =
         Section("Progress", note=""),
         *progress,
         decisions,
-        _next_steps(results, inventory, decision_steps),
+        _next_steps(roots, inventory, decision_steps),
         _context(results, inventory),
         _files(results, inventory),
-        _changes(diff_runs(previous, results) if previous is not None else None, previous_name),
+        _changes(diff_runs(previous, results.model_dump(mode="json")) if previous is not None else None,
+                 previous_name),
     ]
-    if results.get("deployment") and results["deployment"] != deployment.name:
-        summary.append(f"Note: the results are of deployment '{results['deployment']}', the inventory of "
+    if results.deployment and results.deployment != deployment.name:
+        summary.append(f"Note: the results are of deployment '{results.deployment}', the inventory of "
                        f"'{deployment.name}'.")
     title = f"Deployment status: {deployment.name} ({deployment.kind})"
-    return StatusDocument(title, verdict, summary, sections, order_plots(list(plots)))
+    return StatusDocument(title, verdict, summary, sections, order_plots(list(plots)), roots, list(warnings))
 
 
 BADGES_MD = {OK: "✅", FAIL: "❌", ERROR: "⚠️", XFAIL: "⛔", LIFT: "🔓", UNCHECKED: "⏸️", DECLARED: "📝", INFO: "•"}
@@ -466,6 +538,7 @@ def render_markdown(doc: StatusDocument) -> str:
         for item in section.items:
             items.append(f"- {BADGES_MD.get(item.state, '•')} {item.text}")
             items += [f"  - {d}" for d in item.detail]
+            items += [f"    - {BADGES_MD.get(c.state, '•')} {c.text}" for c in item.children]
         for caption, table in section.tables:
             tables += [f"**{caption}**", "", "| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)]
             tables += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows] + [""]

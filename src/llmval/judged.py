@@ -1,0 +1,148 @@
+"""Which inventory fields are facts to judge, and which check ids judge them: no green by omission.
+
+`FACTS` maps each fact field of a target's inventory section (`hosts`, `endpoints`, `perf`, `niah`) to the
+check ids (globs) whose verdicts judge it; `SETTINGS` lists the fields that only say how to reach or run a
+target. A self-test proves every field of the inventory models is in exactly one of them, so a field added
+to the inventory without a check shows up at once. In a full run, `not_judged(inventory, verdicts)` lists
+every declared fact that no held, broken or blocked verdict on that target judged; the status document
+shows the list and the run is not GREEN while it is non-empty.
+
+    not_judged(inventory, verdicts) -> [Unjudged(section="hosts", target="kpro6-ct129", field="gpus.p2p",
+                                                 checks=("hosts.gpu.p2p",))]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+
+from .inventory import Inventory
+from .needle.grid import grid_name
+from .verdict import Cause, Verdict
+
+FACTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "hosts": {
+        "gpus.count": ("hosts.gpu.count",),
+        "gpus.name": ("hosts.gpu.name",),
+        "gpus.compute_capability": ("hosts.gpu.compute_cap",),
+        "gpus.driver_min": ("hosts.driver.min",),
+        "gpus.cuda_version": ("hosts.driver.cuda_version",),
+        "gpus.memory": ("hosts.gpu.memory",),
+        "gpus.memory_total_mib_min": ("hosts.gpu.memory",),
+        "gpus.uuids": ("hosts.gpu.uuids",),
+        "gpus.bus_ids": ("hosts.gpu.bus_ids",),
+        "gpus.p2p": ("hosts.gpu.p2p",),
+        "gpus.health": ("hosts.gpu.health.*",),
+        "proxmox": ("hosts.split.*",),
+        "interfaces": ("hosts.interface.*",),
+        "env.required": ("hosts.env.*",),
+        "env.forbidden": ("hosts.env.*",),
+        "nccl.expect_transport": ("hosts.nccl.transport",),
+        "nccl.forbid": ("hosts.nccl.transport",),
+        "nccl.p2p_disabled": ("hosts.nccl.p2p_disabled",),
+        "services": ("hosts.service.*",),
+        "model_files": ("hosts.model_files.*",),
+        "ray.alive_nodes": ("hosts.ray.alive_gpu_nodes",),
+        "ray.gpus_per_node": ("hosts.ray.alive_gpu_nodes",),
+        "gpu_processes": ("hosts.gpu.stray_processes",),
+    },
+    "endpoints": {
+        "engine": ("serving.engine.kind",),
+        "model": ("serving.model.id",),
+        "max_model_len": ("serving.model.max_model_len",),
+        "expect.kv_cache_dtype": ("serving.kv_cache.dtype",),
+        "expect.dtype": ("serving.model.dtype",),
+        "expect.attention_backend": ("serving.attention.backend",),
+        "expect.speculative.algorithm": ("serving.speculative.algorithm",),
+        "expect.speculative.num_steps": ("serving.speculative.num_steps",),
+        "expect.speculative.eagle_topk": ("serving.speculative.eagle_topk",),
+        "expect.speculative.num_draft_tokens": ("serving.speculative.num_draft_tokens",),
+        "expect.speculative.accept_length_min": ("serving.speculative.accept_length",),
+        "expect.speculative.accept_length_max": ("serving.speculative.accept_length",),
+        "expect.tool_call_parser": ("serving.tool_call_parser",),
+        "expect.reasoning_parser": ("serving.reasoning_parser",),
+        "expect.tensor_parallel_size": ("serving.parallel.tensor_parallel_size",),
+        "expect.nodes": ("serving.parallel.nodes",),
+        "expect.distributed_executor_backend": ("serving.parallel.executor_backend",),
+        "tool_calls": ("serving.tool_calls.*", "accuracy.tool_calls.*"),
+        "reasoning": ("serving.reasoning.*",),
+    },
+    "perf": {
+        "decode_tok_s_c1_min": ("perf.decode.tok_s_c1",),
+        "output_tok_s_min": ("perf.throughput.output_tok_s",),
+        "ttft_p99_ms_max": ("perf.ttft.p99_ms",),
+        "baseline_tolerance": ("perf.baseline.*",),
+        "goodput_min": ("perf.goodput.share",),
+    },
+    "niah": {
+        "context_lengths": ("accuracy.niah.cell",),
+        "min_overall": ("accuracy.niah.min_overall",),
+        "all_pass_up_to": ("accuracy.niah.all_pass_up_to",),
+        "prompt_tokens_tolerance": ("accuracy.niah.prompt_tokens",),
+    },
+}
+SETTINGS: dict[str, frozenset[str]] = {
+    "hosts": frozenset({"name", "platform", "role", "transport", "timeout_s", "env.source", "nccl.log", "ray.address",
+                        "ray.run_in", "smoke", "wait_ready_s"}),
+    "endpoints": frozenset({"name", "platform", "base_url", "api_key_env", "host", "logs", "request_timeout_s",
+                            "health_timeout_s", "wait_ready_s", "smoke"}),
+    "perf": frozenset({"endpoint", "name", "input_len", "output_len", "temperature", "ignore_eos", "warmup_requests",
+                       "c1_requests", "requests_per_concurrency", "throughput_concurrency", "ttft_concurrency",
+                       "quoted_tok_s", "request_rates", "rate_requests", "rate_max_concurrency", "goodput_ttft_ms",
+                       "goodput_tpot_ms"}),
+    "niah": frozenset({"endpoint", "name", "depths", "trials", "seed", "variants", "values", "smoke_context_lengths",
+                       "max_tokens", "margin_tokens", "budget_s"}),
+}
+JUDGING = (Cause.HELD, Cause.BROKEN, Cause.BLOCKED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Unjudged:
+    """A fact the inventory declares that no verdict of this run judged."""
+
+    section: str
+    target: str
+    field: str
+    checks: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"{self.section}[{self.target}].{self.field} (judged by {', '.join(self.checks)})"
+
+
+def _is_declared(value: object) -> bool:
+    return value not in (None, False, [], {}, "")
+
+
+def _value(spec: object, path: str) -> object:
+    """The value at `path` if the inventory sets it explicitly (a default declares nothing), else None."""
+    for part in path.split("."):
+        if part not in getattr(spec, "model_fields_set", ()):
+            return None
+        spec = getattr(spec, part, None)
+        if spec is None:
+            return None
+    return spec
+
+
+def _targets(inventory: Inventory) -> Iterable[tuple[str, str, object]]:
+    yield from (("hosts", h.name, h) for h in inventory.hosts)
+    yield from (("endpoints", e.name, e) for e in inventory.endpoints)
+    yield from (("perf", p.label, p) for p in inventory.perf)
+    yield from (("niah", grid_name(n), n) for n in inventory.niah)
+
+
+def not_judged(inventory: Inventory, verdicts: Iterable[Verdict]) -> list[Unjudged]:
+    """Declared facts (FACTS fields the inventory sets on a target) without a held, broken or blocked verdict on
+    that target."""
+    judged: dict[str, set[str]] = {}
+    for verdict in verdicts:
+        if verdict.cause in JUDGING:
+            judged.setdefault(verdict.target, set()).add(verdict.check)
+    missing = []
+    for section, name, spec in _targets(inventory):
+        checks = judged.get(name, set())
+        for field, patterns in FACTS[section].items():
+            if _is_declared(_value(spec, field)) and not any(fnmatchcase(c, p) for c in checks for p in patterns):
+                missing.append(Unjudged(section, name, field, patterns))
+    return missing

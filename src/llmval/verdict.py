@@ -1,0 +1,120 @@
+"""The typed verdict: what one check concluded, carried unchanged from `expect` to every report.
+
+`expect(...)` (fixtures/evidence.py) makes a `Verdict`; a check that could not be made (an `LlmvalError`)
+makes one too. The same model is written to results.json (`llmval.results`), to junit (testcase properties
+`host`, `check`, `expected`, `observed`, `hint`) and read by the status document and report.html
+(`llmval.report`). Nothing is scraped back out of message text.
+
+    Verdict(target="kpro6-ct129", check="hosts.gpu.count", expected="4", observed="3",
+            hint="nvidia-smi -L", cause=Cause.BROKEN, depends_on=("hosts.reachable",))
+
+`depends_on` names checks that must hold for this one to mean anything (the model served, the endpoint
+healthy, the host reachable): the status document puts each root failure first and its dependents under it.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .contract import mismatch, redact, shorten
+
+
+class Cause(enum.StrEnum):
+    """What a verdict says about the deployment."""
+
+    HELD = "held"
+    """The contract holds."""
+    BROKEN = "broken"
+    """The deployment broke the contract (a junit <failure>)."""
+    COULD_NOT_CHECK = "could-not-check"
+    """The suite could not judge: host unreachable, output unparseable, no answer (a junit <error>)."""
+    BLOCKED = "blocked"
+    """Broken, but by a known blocker the inventory declares (strict xfail)."""
+
+
+FAILING = (Cause.BROKEN, Cause.COULD_NOT_CHECK)
+
+
+class Verdict(BaseModel):
+    """One check's conclusion about one target, with what was expected, what was seen and the fix."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target: str = Field(description="host, endpoint or perf gate the check judged")
+    check: str = Field(description="check id, `<area>.<subject>.<property>`")
+    expected: str = ""
+    observed: str = ""
+    hint: str = Field("", description="how to fix it, or where to look")
+    evidence: str = Field("", description="the raw observation the verdict rests on (shortened)")
+    cause: Cause
+    depends_on: tuple[str, ...] = Field((), description="check ids that must hold for this check to mean anything")
+    error: str = Field("", description="for could-not-check: the error type (CommandTimeout, ModelNotServed)")
+
+    @property
+    def is_held(self) -> bool:
+        return self.cause == Cause.HELD
+
+    @property
+    def is_failing(self) -> bool:
+        """Broken or could not check (a blocked verdict is expected to fail and does not count)."""
+        return self.cause in FAILING
+
+    def message(self) -> str:
+        """The failure text pytest shows: the `mismatch` block, or `could not check (Error): cause`."""
+        if self.cause == Cause.COULD_NOT_CHECK:
+            return f"could not check ({self.error or 'error'}): {self.observed}"
+        return mismatch(self.target, self.check, self.expected, self.observed, hint=self.hint,
+                        evidence=self.evidence)
+
+    def summary(self) -> str:
+        """One short line for `-ra` and the terminal: check, target, observed (expected)."""
+        if self.cause == Cause.COULD_NOT_CHECK:
+            return f"{self.check} [{self.target}] could not check ({self.error}): {shorten(self.observed, 160)}"
+        return (f"{self.check} [{self.target}] observed {shorten(self.observed, 100)} "
+                f"(expected {shorten(self.expected, 80)})")
+
+
+class Measured(BaseModel):
+    """A measured value (tok/s, score, version) the reports show next to the verdicts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target: str
+    name: str
+    value: float | int | str
+    unit: str = ""
+
+
+def plain(value: object) -> str:
+    """Text of an expected or observed value as the failure message shows it: strings as they are, the rest
+    as their Python repr (`['glm-4.7-flash']`, `None`)."""
+    return value if isinstance(value, str) else repr(value)
+
+
+def make_verdict(target: object, check: str, *, expected: object, observed: object, held: bool, hint: str = "",
+                 evidence: str = "", depends_on: tuple[str, ...] = ()) -> Verdict:
+    """A held or broken verdict with its values as shortened, redacted text."""
+    return Verdict(target=str(target), check=check, expected=redact(shorten(plain(expected))),
+                   observed=redact(shorten(plain(observed))), hint=redact(hint),
+                   evidence=redact(shorten(evidence, 800)) if evidence else "",
+                   cause=Cause.HELD if held else Cause.BROKEN, depends_on=tuple(depends_on))
+
+
+def could_not_check(target: str, check: str, error: BaseException, *, depends_on: tuple[str, ...] = ()) -> Verdict:
+    """The verdict of a check the suite could not make; the error's own `depends_on` joins the declared ones."""
+    extra = tuple(getattr(error, "depends_on", ()) or ())
+    deps = tuple(dict.fromkeys((*depends_on, *extra)))
+    return Verdict(target=target, check=check, observed=redact(shorten(str(error), 1000)),
+                   hint=redact(str(getattr(error, "hint", "") or "")), cause=Cause.COULD_NOT_CHECK,
+                   depends_on=deps, error=type(error).__name__)
+
+
+def deciding(verdicts: list[Verdict]) -> Verdict | None:
+    """The verdict that decided a test: the last failing (or blocked) one, else the last one."""
+    for cause in (Cause.COULD_NOT_CHECK, Cause.BROKEN, Cause.BLOCKED):
+        hits = [v for v in verdicts if v.cause == cause]
+        if hits:
+            return hits[-1]
+    return verdicts[-1] if verdicts else None
