@@ -159,3 +159,22 @@ def test_contract_tests_send_only_command_constants(path):
         assert isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) \
             and first.func.attr == "render" and isinstance(first.func.value, ast.Name) \
             and first.func.value.id.isupper(), f"{path.name}:{call.lineno} runs something that is not a constant"
+
+
+def test_option_shaped_transport_values_never_reach_ssh_or_docker():
+    """An ssh address `-oProxyCommand=...` or a container `--privileged` that got past the inventory is refused
+    when the connection is made, before ssh or docker is started."""
+    from llmval.inventory import DockerTransport, SshTransport
+    from llmval.transport import connect
+
+    transports = [
+        SshTransport.model_construct(kind="ssh", address="-oProxyCommand=touch /tmp/llmval-pwned", user="root",
+                                     port=22, identity_file=None, ssh_config=None, password_env=None),
+        SshTransport.model_construct(kind="ssh", address="node", user="--host=evil", port=22, identity_file=None,
+                                     ssh_config=None, password_env=None),
+        DockerTransport.model_construct(kind="docker", container="--privileged", via=None),
+    ]
+    for transport in transports:
+        spec = HostSpec.model_construct(name="h", platform="p", transport=transport, timeout_s=5.0)
+        with pytest.raises(UnsafeArgument, match="starts with '-'"):
+            connect(spec)

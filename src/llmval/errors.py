@@ -17,6 +17,7 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
      ├── NotReported         (llmval.health) a GPU health field is [N/A] / Not Supported, or no kernel log reads
      ├── ReplayMiss          --replay has no recorded answer for a command or request
+     ├── UnsafeArgument      (llmval.hostfacts) a value would read as an option or break a read-only command
      ├── NotReady            a stack did not become ready (what, deadline, last observation)
      │    ├── Crashed            (llmval.launch) our process exited, the unit failed, the container exited
      │    ├── CrashLoop          (llmval.launch) the unit's or container's restart counter climbed
@@ -96,3 +97,13 @@ class ReplayMiss(LlmvalError):
 
 class NotReady(LlmvalError):
     """A stack did not become ready before its deadline, or crashed or hung on the way."""
+
+
+class UnsafeArgument(LlmvalError):
+    """A value cannot be an argument of a read-only command or of a transport (it would read as an option,
+    or it holds characters its kind does not allow). Raised before anything is sent."""
+
+    def __init__(self, command: str, field_name: str, value: object, reason: str):
+        shown = repr(str(value)[:80])
+        super().__init__(f"refused to build `{command}`: {field_name}={shown} {reason}")
+        self.command, self.field_name, self.value, self.reason = command, field_name, value, reason

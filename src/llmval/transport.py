@@ -17,6 +17,7 @@ becomes `HostUnreachable`, never a testinfra RuntimeError.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -29,7 +30,7 @@ from testinfra.backend.docker import DockerBackend
 from testinfra.backend.local import LocalBackend
 from testinfra.backend.ssh import SshBackend
 
-from .errors import CommandFailed, CommandTimeout, HostUnreachable
+from .errors import CommandFailed, CommandTimeout, HostUnreachable, UnsafeArgument
 from .inventory import HostSpec, Inventory
 from .recording import CommandResult, Recorder, Replay
 
@@ -171,7 +172,27 @@ def _ssh_hostspec(spec: HostSpec) -> str:
     return f"{t.user}@{t.address}:{t.port}"  # type: ignore[union-attr]
 
 
+TRANSPORT_VALUE_RE = re.compile(r"[A-Za-z0-9_.:@%\[\]-]+")
+"""What an ssh address or user, or a container name, may hold (an IPv6 address in brackets included)."""
+
+
+def _refuse_option_shaped(spec: HostSpec) -> None:
+    """Even if inventory validation missed it, no transport value may become an ssh or docker option
+    (`-oProxyCommand=...` as an address, `--privileged` as a container): raise UnsafeArgument instead."""
+    t = spec.transport
+    for key in ("address", "user", "container"):
+        value = getattr(t, key, None)
+        if isinstance(value, str) and (value.startswith("-") or not TRANSPORT_VALUE_RE.fullmatch(value)):
+            raise UnsafeArgument(f"{t.kind} transport of {spec.name}", key, value,
+                                 "starts with '-' or holds characters other than [A-Za-z0-9_.:@%[]-]")
+    for key in ("identity_file", "ssh_config"):
+        value = getattr(t, key, None)
+        if isinstance(value, str) and value.startswith("-"):
+            raise UnsafeArgument(f"{t.kind} transport of {spec.name}", key, value, "starts with '-'")
+
+
 def _backend(spec: HostSpec, inventory: Inventory | None) -> _Bounded:
+    _refuse_option_shaped(spec)
     transport = spec.transport
     timeout_s = spec.timeout_s
     backend: _Bounded
@@ -188,6 +209,7 @@ def _backend(spec: HostSpec, inventory: Inventory | None) -> _Bounded:
         if inventory is None:
             raise ValueError(f"[{spec.name}] transport.via needs the inventory to resolve it")
         node = inventory.host(transport.via)  # type: ignore[union-attr]
+        _refuse_option_shaped(node)
         if node.transport.kind != "ssh":
             raise ValueError(f"[{spec.name}] transport.via '{node.name}' must be an ssh host")
         cls = PctBackend if transport.kind == "pct" else _DockerViaSsh

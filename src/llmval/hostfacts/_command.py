@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import LlmvalError
+from ..errors import UnsafeArgument
 
 SAFE_WORD_RE = r"[A-Za-z0-9_.:/@%+=,-]+"
 """A word `shlex.quote` leaves unquoted."""
@@ -34,16 +34,6 @@ ARG_RE = rf"(?:{SAFE_WORD_RE}|'[^']*')"
 """What one `shlex.quote`d argument looks like: a safe word, or one single-quoted string."""
 GLOB_ARG_RE = r"[A-Za-z0-9_.:/@%+=,*?-]+"
 MAX_VALUE_CHARS = 4096
-
-
-class UnsafeArgument(LlmvalError):
-    """An inventory value cannot be an argument of a read-only command (it would read as an option, or
-    it holds characters its kind does not allow). Raised before anything is sent."""
-
-    def __init__(self, command: str, field_name: str, value: object, reason: str):
-        shown = repr(str(value)[:80])
-        super().__init__(f"refused to build `{command}`: {field_name}={shown} {reason}")
-        self.command, self.field_name, self.value, self.reason = command, field_name, value, reason
 
 
 @dataclass(frozen=True)
