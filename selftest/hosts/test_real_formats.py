@@ -153,3 +153,13 @@ def test_process_env_reads_the_serving_child_not_the_wrapper(wrapped_server):
     env = HostFacts(connect(HostSpec(name="me", platform="p"))).environment(source)
     assert env is not None and env.get("LLMVAL_PROBE") == "child"  # the oldest match (timeout) lacks it
     assert f"pid {wrapper_pid} " not in env.read_from and env.read_from.startswith("pid ")
+
+
+def test_serving_process_is_the_deepest_match_not_a_wrapper_nor_a_passer_by():
+    """The shape seen on this machine (2026-12-01): `flock ... python -m vllm...` (the oldest match, a wrapper),
+    its python child (the server), and a younger process whose command line merely mentions the pattern."""
+    from llmval.hostfacts.env import parse_process_matches, serving_process
+
+    matches = parse_process_matches("16209 16105     5 python\n27791     1  1620 flock\n29807 27791  1503 python\n")
+    assert serving_process(matches).pid == 29807
+    assert serving_process([]) is None

@@ -3,7 +3,7 @@
 For `process:<pattern>` the process that actually serves is read, not the oldest match: the oldest is
 often a wrapper (`timeout 90 env NCCL_P2P_DISABLE=1 ... torchrun ...`, a shell, a supervisor) whose own
 environ lacks what its child got. Among the `pgrep -f` matches, the serving process is one with no
-matching descendant (the deepest), the newest of those; the verdict names its pid.
+matching descendant (the deepest), the longest-running of those; the verdict names its pid.
 """
 
 from __future__ import annotations
@@ -57,10 +57,11 @@ def parse_process_matches(text: str) -> list[ProcessInfo]:
 
 
 def serving_process(matches: list[ProcessInfo]) -> ProcessInfo | None:
-    """The match with no matching descendant (wrappers exec or spawn the server), the newest of those."""
+    """The match with no matching descendant (wrappers exec or spawn the server), the longest-running of those:
+    a passer-by whose command line happens to match (a `grep`, a monitoring probe) is younger than the server."""
     parents = {m.ppid for m in matches}
     leaves = [m for m in matches if m.pid not in parents] or matches
-    return min(leaves, key=lambda m: (m.age_s, -m.pid), default=None)
+    return max(leaves, key=lambda m: (m.age_s, -m.pid), default=None)
 
 
 def not_self(pattern: str) -> str:

@@ -202,7 +202,7 @@ class EnvSpec(Spec):
 
     source: EnvSource
     """Where to read it: `systemd:<unit>`, `docker:<container>`, or `process:<pgrep -f pattern>` (the serving
-    process: among the matches, the one with no matching descendant, the newest of those)."""
+    process: among the matches, the one with no matching descendant, the longest-running of those)."""
     required: dict[str, str] = {}
     """Variables that must be set to exactly these values."""
     forbidden: list[str] = []
