@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from llmval.errors import HostUnreachable, LlmvalError
 from llmval.exitcodes import ExitCode, run_exit_code
-from llmval.inventory import EndpointSpec, HostSpec, NiahSpec, PerfSpec, load_inventory
+from llmval.inventory import AgenticSpec, EndpointSpec, HostSpec, Inventory, NiahSpec, PerfSpec, load_inventory
 from llmval.judged import FACTS, SETTINGS, not_judged
 from llmval.report import build_status, render_markdown
 from llmval.report.junit import junit_names
@@ -182,8 +182,10 @@ def _field_paths(model, prefix: str = "") -> list[str]:
 
 
 @pytest.mark.parametrize(("section", "model"), [("hosts", HostSpec), ("endpoints", EndpointSpec),
-                                                ("perf", PerfSpec), ("niah", NiahSpec)])
+                                                ("perf", PerfSpec), ("niah", NiahSpec), ("agentic", AgenticSpec)])
 def test_every_inventory_field_is_a_judged_fact_or_a_setting(section, model):
+    target_sections = set(Inventory.model_fields) - {"deployment", "launch", "decisions", "blockers", "schema_"}
+    assert set(FACTS) == set(SETTINGS) == target_sections
     def covered(path: str, keys) -> bool:
         return any(path == k or path.startswith(k + ".") for k in keys)
 

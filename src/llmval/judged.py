@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
+from .agentic.grid import grid_name as agentic_grid_name
 from .inventory import Inventory
 from .needle.grid import grid_name
 from .verdict import Cause, Verdict
@@ -81,6 +82,12 @@ FACTS: dict[str, dict[str, tuple[str, ...]]] = {
         "all_pass_up_to": ("accuracy.niah.all_pass_up_to",),
         "prompt_tokens_tolerance": ("accuracy.niah.prompt_tokens",),
     },
+    "agentic": {
+        "context_lengths": ("accuracy.agentic.cell",),
+        "min_overall": ("accuracy.agentic.min_overall",),
+        "all_pass_up_to": ("accuracy.agentic.all_pass_up_to",),
+        "prompt_tokens_tolerance": ("accuracy.agentic.prompt_tokens",),
+    },
 }
 SETTINGS: dict[str, frozenset[str]] = {
     "hosts": frozenset({"name", "platform", "role", "transport", "timeout_s", "env.source", "nccl.log", "ray.address",
@@ -93,6 +100,8 @@ SETTINGS: dict[str, frozenset[str]] = {
                        "goodput_tpot_ms"}),
     "niah": frozenset({"endpoint", "name", "depths", "trials", "seed", "variants", "values", "smoke_context_lengths",
                        "max_tokens", "margin_tokens", "budget_s"}),
+    "agentic": frozenset({"endpoint", "name", "depths", "needles", "modes", "seed", "tool_choice", "max_tokens",
+                          "margin_tokens", "budget_s"}),
 }
 JUDGING = (Cause.HELD, Cause.BROKEN, Cause.BLOCKED)
 
@@ -130,6 +139,7 @@ def _targets(inventory: Inventory) -> Iterable[tuple[str, str, object]]:
     yield from (("endpoints", e.name, e) for e in inventory.endpoints)
     yield from (("perf", p.label, p) for p in inventory.perf)
     yield from (("niah", grid_name(n), n) for n in inventory.niah)
+    yield from (("agentic", agentic_grid_name(a), a) for a in inventory.agentic)
 
 
 def not_judged(inventory: Inventory, verdicts: Iterable[Verdict]) -> list[Unjudged]:
