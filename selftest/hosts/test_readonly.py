@@ -178,3 +178,27 @@ def test_option_shaped_transport_values_never_reach_ssh_or_docker():
         spec = HostSpec.model_construct(name="h", platform="p", transport=transport, timeout_s=5.0)
         with pytest.raises(UnsafeArgument, match="starts with '-'"):
             connect(spec)
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_the_reported_exploit_run_end_to_end_deletes_nothing(pytester):
+    """The issue's probe: an inventory with `model_files.path = "-delete"`, a plain smoke run (no --launch), a
+    canary file in the working directory. Before: `find -L -delete ...` ran and emptied it. Now the inventory is
+    refused at load, or the check cannot be built: the canary stays, the verdict says why."""
+    from ._contract import run_hosts
+
+    inventory = pytester.path / "exploit.toml"
+    inventory.write_text('[deployment]\nname = "exploit"\n\n[[hosts]]\nname = "me"\nplatform = "p"\n'
+                         'transport = { kind = "local" }\n\n[[hosts.model_files]]\npath = "-delete"\n')
+    canary = pytester.path / "canary.txt"
+    canary.write_text("still here")
+    result, outcomes = run_hosts(pytester, "--inventory", str(inventory), "-m", "smoke", "-p", "no:xdist")
+    assert canary.read_text() == "still here"
+    present = {n: m for n, (o, m) in outcomes.items() if "test_model_files_present" in n}
+    if result.ret == 4:  # refused when the inventory loads (SAFETY's validation)
+        assert "-delete" in result.stdout.str() + result.stderr.str()
+    else:
+        assert present and all("UnsafeArgument" in m and "starts with '-'" in m for m in present.values()), \
+            result.stdout.str()[-2000:]
