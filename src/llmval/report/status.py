@@ -15,6 +15,7 @@ from collections import defaultdict
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
+from ..exitcodes import ExitCode
 from ..inventory import Inventory
 from ..results import BlockerRecord, RunResults, TestResult, parse_results
 from ..verdict import Cause, Verdict
@@ -28,6 +29,7 @@ OK, FAIL, ERROR, XFAIL, LIFT, UNCHECKED, DECLARED, INFO = (
 PATH_RE = re.compile(r"(?<![\w:/.\-])(?P<path>(?:~|\.{1,2})?/[\w.@%+=*-]+(?:/[\w.@%+=*-]+)+/?)")
 PARAM_RE = re.compile(r"\[(?P<id>[^\]]+)\]$")
 MAX_DONE_SUBJECTS = 4
+OUTCOME_WORDS = {"failed": "failed (broken contract)", "error": "could not check", "xfailed": "xfailed (known blocker)"}
 
 
 @dataclasses.dataclass
@@ -116,11 +118,17 @@ def _first_line(text: str) -> str:
 def _header(results: RunResults, warnings: list[str]) -> tuple[str, list[str]]:
     verdict = "GREEN" if results.exitstatus == 0 else "RED"
     scope = f"-m {results.markexpr}" if results.markexpr else "all checks"
-    tally = ", ".join(f"{n} {k}" for k, n in sorted(results.counts.items())) or "no tests ran"
+    tally = ", ".join(f"{n} {OUTCOME_WORDS.get(k, k)}" for k, n in sorted(results.counts.items())) or "no tests ran"
+    exit_word = ""
+    if results.exitstatus != 0:
+        try:
+            exit_word = f"exit {ExitCode(results.exitstatus).describe()}"
+        except ValueError:
+            exit_word = f"exit {results.exitstatus}"
     summary = [
         f"Run {results.started or '?'} · {scope} · mode {results.mode or '?'} · "
         f"{results.duration_s:.1f} s · inventory `{results.inventory or '?'}`",
-        f"Verdict: **{verdict}** ({tally}).",
+        f"Verdict: **{verdict}** ({tally})" + (f" — {exit_word}." if exit_word else "."),
     ]
     summary += [f"**Warning:** {esc(w)}" for w in warnings]
     summary.append("Facts below come from this run's evidence; items marked *declared* come from the inventory only.")
