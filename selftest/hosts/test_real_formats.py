@@ -163,3 +163,18 @@ def test_serving_process_is_the_deepest_match_not_a_wrapper_nor_a_passer_by():
     matches = parse_process_matches("16209 16105     5 python\n27791     1  1620 flock\n29807 27791  1503 python\n")
     assert serving_process(matches).pid == 29807
     assert serving_process([]) is None
+
+
+def test_a_lost_gpu_is_named_in_nvidia_smis_own_words(tmp_path):
+    """nvidia-smi prints "No devices were found" on stdout with exit 6 (stderr empty): the cause keeps its words."""
+    from llmval.hostfacts import GpusLost, HostFacts
+    from llmval.inventory import LocalTransport
+    from llmval.transport import connect
+
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\necho 'No devices were found'\nexit 6\n")
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    spec = HostSpec(name="me", platform="p", transport=LocalTransport(path_prepend=[str(tmp_path)]))
+    facts = HostFacts(connect(spec))
+    assert facts.gpus_lost() == "nvidia-smi says the GPUs are gone: exit code 6: No devices were found"
+    with pytest.raises(GpusLost):
+        facts.gpus()

@@ -89,7 +89,7 @@ from .files import (  # noqa: E402
     group_digests,
     model_digests,
 )
-from .gpu import GPU_HOLDERS, GPU_QUERY, P2P_READ, PROC_CGROUP, SMI_XML, holder_is_allowed  # noqa: E402
+from .gpu import GPU_HOLDERS, GPU_QUERY, P2P_READ, PROC_CGROUP, SMI_XML, GpusLost, holder_is_allowed  # noqa: E402
 from .gpu_health import SMI_CLOCKS, XID_DMESG, XID_JOURNAL  # noqa: E402
 from .nccl import NCCL_DOCKER, NCCL_FILE, NCCL_JOURNAL  # noqa: E402
 from .network import IP_ADDR  # noqa: E402
@@ -145,6 +145,7 @@ __all__ = [
     "Environment",
     "Fact",
     "FileDigest",
+    "GpusLost",
     "GroupVerdict",
     "HashCache",
     "HostFacts",

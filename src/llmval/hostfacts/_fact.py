@@ -114,8 +114,10 @@ class Reader:
 
 
 def failure_text(result: CommandResult) -> str:
-    """`exit code N: <stderr tail>`: the cause of a failed fact command (one place to change what it says)."""
-    return f"exit code {result.rc}: {result.stderr.strip()[-400:]}"
+    """`exit code N: <the end of stderr>`, or of stdout when stderr is empty (nvidia-smi prints "No devices were
+    found" on stdout with exit 6): the command's own words, never an empty cause."""
+    said = result.stderr.strip() or result.stdout.strip()
+    return f"exit code {result.rc}: {said[-400:]}" if said else f"exit code {result.rc} (no output)"
 
 
 class HostFacts:

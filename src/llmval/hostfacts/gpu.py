@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import time
 
+from ..errors import CommandFailed, LlmvalError
 from ..parsers.nvidia_smi import (
     GPU_QUERY_FIELDS,
     GpuInfo,
@@ -14,7 +16,7 @@ from ..parsers.nvidia_smi import (
 )
 from ..parsers.procs import GpuHolder, parse_fuser_verbose
 from ._command import NUMBER, Command
-from ._fact import Reader, fact
+from ._fact import Reader, fact, failure_text
 
 GPU_QUERY = Command("gpu-query", f"nvidia-smi --query-gpu={','.join(GPU_QUERY_FIELDS)} --format=csv,noheader,nounits")
 """Frozen: every recording answers exactly this. A new field is a new fact with its own query."""
@@ -29,10 +31,37 @@ HOLDER_RESAMPLES = 3
 HOLDER_RESAMPLE_INTERVAL_S = 0.5
 
 
+GPUS_LOST_RE = re.compile(
+    r"No devices were found|Unable to determine the device handle for GPU|GPU is lost|"
+    r"couldn't communicate with the NVIDIA driver", re.I)
+"""What nvidia-smi prints (on stdout, with a non-zero exit) when GPUs fell off the bus or the driver is gone."""
+
+
+class GpusLost(CommandFailed):
+    """nvidia-smi itself says the GPUs are gone (Xid 79, driver unloaded): the GPU contract is broken."""
+
+
 @fact(GPU_QUERY, section="gpus")
 def gpus(host: Reader) -> list[GpuInfo]:
-    """GPUs from nvidia-smi's CSV query."""
-    return parse_nvidia_smi_query(host.output(GPU_QUERY))
+    """GPUs from nvidia-smi's CSV query; GpusLost when nvidia-smi itself says the GPUs are gone."""
+    result = host.result(GPU_QUERY)
+    if result.rc != 0 and GPUS_LOST_RE.search(f"{result.stdout}\n{result.stderr}"):
+        raise GpusLost(host.name, result.command, f"nvidia-smi says the GPUs are gone: {failure_text(result)}")
+    if result.rc != 0:
+        raise CommandFailed(host.name, result.command, failure_text(result))
+    return parse_nvidia_smi_query(result.stdout)
+
+
+@fact(GPU_QUERY, section="gpus", needs=lambda h: False)
+def gpus_lost(host: Reader) -> str | None:
+    """nvidia-smi's own words when it says the GPUs are gone (fell off the bus, driver gone), else None."""
+    try:
+        host.gpus()
+    except GpusLost as error:
+        return error.reason
+    except LlmvalError:
+        return None
+    return None
 
 
 @fact(SMI_XML, section="gpus", needs=lambda h: False)
