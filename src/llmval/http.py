@@ -10,12 +10,16 @@ import base64
 import os
 import time
 from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import httpx
 
 from .contract import redact
 from .errors import EndpointError
 from .recording import HttpExchange, Recorder, Replay, body_key
+
+if TYPE_CHECKING:
+    from .inventory import EndpointSpec
 
 RECORDED_HEADERS = {"content-type", "content-length"}
 
@@ -170,6 +174,19 @@ def make_async_client(base_url: str, *, api_key_env: str | None = None, timeout_
             transport = AsyncRecordingTransport(transport, recorder)
     return httpx.AsyncClient(base_url=base_url, headers=_headers(api_key_env), transport=transport,
                              timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)))
+
+
+def endpoint_client(spec: EndpointSpec, *, recorder: Recorder | None = None,
+                    replay: Replay | None = None) -> httpx.Client:
+    """The client for one inventory endpoint: its base URL, API key and request timeout."""
+    return make_client(str(spec.base_url).rstrip("/"), api_key_env=spec.api_key_env,
+                       timeout_s=spec.request_timeout_s, recorder=recorder, replay=replay)
+
+
+def endpoint_async_client(spec: EndpointSpec, *, max_connections: int = 256) -> httpx.AsyncClient:
+    """The async twin of endpoint_client, for load generation (live only: perf is never recorded)."""
+    return make_async_client(str(spec.base_url).rstrip("/"), api_key_env=spec.api_key_env,
+                             timeout_s=spec.request_timeout_s, max_connections=max_connections)
 
 
 def get_json(client: httpx.Client, path: str, *, endpoint: str, method: str = "GET",

@@ -20,7 +20,7 @@ def test_ttft_p99_within_maximum(perf_gate, run_ttft, expect):
 
 
 def test_speculative_acceptance_within_declared_range(perf_gate, perf_runs, run_c1, expect):
-    spec = perf_runs.settings.inventory.endpoint(perf_gate.endpoint).expect.speculative
+    spec = perf_runs.inventory.endpoint(perf_gate.endpoint).expect.speculative
     if spec is None or (spec.accept_length_min is None and spec.accept_length_max is None):
         pytest.skip(f"endpoint {perf_gate.endpoint} declares no speculative accept_length range")
     window = run_c1.run.engine

@@ -28,10 +28,11 @@ from .base import (
 from .logs import normalize_dtype, parse_sglang_log, parse_vllm_log
 from .logsource import launch_log_path, log_command
 from .metrics import Metrics, parse_metrics
-from .sglang import SERVER_INFO_PATHS, SglangAdapter
+from .sglang import SglangAdapter
 from .vllm import VllmAdapter
 
-# The registry: one line per engine. The inventory's `engine =` choices (inventory/serving.py) name these kinds.
+# The registry: one entry per engine, in detection order. The inventory's `engine =` choices
+# (inventory/serving.py) name these kinds; selftest/engines/test_registry.py keeps the two equal.
 ADAPTERS: dict[str, type[EngineAdapter]] = {cls.kind: cls for cls in (SglangAdapter, VllmAdapter, EngineAdapter)}
 
 __all__ = [
@@ -79,21 +80,10 @@ def adapter_for(spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[
 
 
 def detect_engine(adapter: EngineAdapter) -> Fact:
-    """Which engine answers: SGLang has /server_info (or /get_server_info); vLLM has /version and
-    `owned_by: "vllm"` model cards; anything else is a plain OpenAI-compatible server."""
+    """Which engine answers: each registered engine's `detect`, in registry order (SGLang's /server_info,
+    then vLLM's /version with `owned_by: "vllm"` cards, ...); none: a plain OpenAI-compatible server."""
     owners = sorted({str(card.get("owned_by", "")) for card in adapter.model_cards})
-    for path in SERVER_INFO_PATHS:
-        response = adapter.request("GET", path)
-        if response.status_code == 200:
-            try:
-                info = response.json()
-            except ValueError:
-                continue
-            if isinstance(info, dict) and "version" in info and "model_path" in info:
-                return Fact("sglang", f"GET {path} (SGLang ServerArgs keys)", f"version={info.get('version')}")
-    response = adapter.request("GET", "/version")
-    if response.status_code == 200 and "vllm" in owners:
-        return Fact("vllm", "GET /version + /v1/models owned_by", f"{response.text[:80]}; owned_by={owners}")
-    if "sglang" in owners:
-        return Fact("sglang", "/v1/models owned_by", f"owned_by={owners}")
+    for cls in ADAPTERS.values():
+        if (found := cls.detect(adapter, owners)) is not None:
+            return found
     return Fact("openai", "no engine-specific endpoint answered", f"owned_by={owners}")

@@ -367,6 +367,12 @@ class EngineAdapter:
         return Fact(None if found.length is None else round(found.length, 3), found.source, found.quote)
 
     @classmethod
+    def detect(cls, adapter: EngineAdapter, owners: list[str]) -> Fact | None:
+        """This engine's Fact(kind) when the server behind `adapter` is this engine (`owners`: the
+        /v1/models `owned_by` values), else None. The plain OpenAI server is what is left: None."""
+        return None
+
+    @classmethod
     def identity_extras(cls, info: dict | None, metrics: Metrics | None) -> dict:
         """Engine-specific parts of a perf server identity (see `llmval.load.server_identity`): from the
         JSON of the first `identity_info_paths` that answered, and from one `/metrics` scrape."""

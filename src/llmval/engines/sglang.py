@@ -81,6 +81,22 @@ class SglangAdapter(EngineAdapter):
     identity_info_paths = SERVER_INFO_PATHS
 
     @classmethod
+    def detect(cls, adapter: EngineAdapter, owners: list[str]) -> Fact | None:
+        """SGLang answers /server_info (or /get_server_info) with its ServerArgs keys, or owns its cards."""
+        for path in SERVER_INFO_PATHS:
+            response = adapter.request("GET", path)
+            if response.status_code == 200:
+                try:
+                    info = response.json()
+                except ValueError:
+                    continue
+                if isinstance(info, dict) and "version" in info and "model_path" in info:
+                    return Fact("sglang", f"GET {path} (SGLang ServerArgs keys)", f"version={info.get('version')}")
+        if "sglang" in owners:
+            return Fact("sglang", "/v1/models owned_by", f"owned_by={owners}")
+        return None
+
+    @classmethod
     def identity_extras(cls, info: dict | None, metrics: Metrics | None) -> dict:
         """The performance-relevant `/server_info` keys (parallelism, KV dtype, speculative settings)."""
         if info is None:

@@ -39,6 +39,14 @@ class VllmAdapter(EngineAdapter):
     honours_ignore_eos = True
 
     @classmethod
+    def detect(cls, adapter: EngineAdapter, owners: list[str]) -> Fact | None:
+        """vLLM answers GET /version and owns its /v1/models cards."""
+        response = adapter.request("GET", "/version")
+        if response.status_code == 200 and "vllm" in owners:
+            return Fact("vllm", "GET /version + /v1/models owned_by", f"{response.text[:80]}; owned_by={owners}")
+        return None
+
+    @classmethod
     def identity_extras(cls, info: dict | None, metrics: Metrics | None) -> dict:
         """The performance-relevant labels of `vllm:cache_config_info` (KV dtype, block size, prefix caching)."""
         for labels in metrics.labels(CACHE_CONFIG_INFO) if metrics is not None else []:

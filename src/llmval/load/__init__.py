@@ -7,7 +7,9 @@ the input length, unique per request and per run (`_prompts`, calibrated with th
 `/tokenize`). `_stats` turns the requests into vLLM's metrics (TPOT, decode tok/s = 1000 / median
 TPOT, output throughput, numpy-linear percentiles); `_engine` reads the server's identity and its
 counters around the run through the engine's adapter class (speculative acceptance, other traffic);
-`_baseline` stores and compares runs per server identity; `_plot` draws a run against its baseline.
+`_baseline` stores and compares runs per server identity; `_plot` draws a run against its baseline;
+`_session` holds the measurement policy of a perf session (`PerfSession`: lock, idle wait, one retry
+when other traffic was seen, reports, baseline comparison) that the pytest plugin only wires.
 
     run = await run_load(client, Workload(model="smollm2", input_len=128, output_len=64,
                                           concurrency=1, num_requests=10, warmup_requests=2),
@@ -21,16 +23,20 @@ from ._prompts import Prompt, build_prompt, build_prompts
 from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep, poisson_offsets
 from ._request import RequestRecord, completion_payload, stream_completion
 from ._runner import LoadRun, OtherLoad, Workload, run_load
+from ._session import BaselineCheck, Measured, PerfSession, wait_idle, workload_for
 from ._stats import Distribution, RunMetrics, compute_metrics, max_concurrency, percentile
 
 __all__ = [
     "Baseline",
+    "BaselineCheck",
     "BaselineStore",
     "Distribution",
     "EngineCounters",
     "Goodput",
     "LoadRun",
+    "Measured",
     "OtherLoad",
+    "PerfSession",
     "Prompt",
     "RatePoint",
     "Regression",
@@ -54,5 +60,7 @@ __all__ = [
     "server_identity",
     "server_key",
     "stream_completion",
+    "wait_idle",
     "window_deltas",
+    "workload_for",
 ]

@@ -1,0 +1,247 @@
+"""The measurement policy of a perf session: what a run must hold to count as a measurement.
+
+`PerfSession.get(spec, concurrency)` measures each ([[perf]] section, concurrency) at most once per
+session, failures included (a broken server is never hammered twice):
+
+- under the engine lock (flock), so no other extra engine runs beside the measurement;
+- after the server is idle (running + waiting = 0 where the engine's adapter names those gauges,
+  bounded by `IDLE_TIMEOUT_S`);
+- again once when the engine's counters show that someone else generated tokens during the window,
+  and `OtherLoad` when the second attempt saw other traffic too.
+
+`sweep(spec)` runs the section's request-rate sweep (one Poisson run per rate, goodput per rate) once,
+under the same lock. Runs land in `<reports>/perf/` as JSON (vLLM's key names and the server identity);
+`against_baseline` compares a run with the stored baseline of its own server identity and plots both. The pytest plugin
+(`fixtures/perf.py`) only wires options, hooks and fixtures to this object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import httpx
+
+from ..engines import EngineAdapter, adapter_class
+from ..errors import LlmvalError, NotReady
+from ..http import endpoint_async_client
+from ..inventory import EndpointSpec, Inventory, PerfSpec
+from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
+from ._engine import read_counters, server_identity, server_key
+from ._lock import engine_lock
+from ._plot import plot_run
+from ._rate import RatePoint, Slo, goodput, plot_sweep
+from ._runner import LoadRun, OtherLoad, Workload, run_load
+
+IDLE_TIMEOUT_S = 120.0
+IDLE_POLL_S = 1.0
+ATTEMPTS = 2
+LOCK_TIMEOUT_S = 900.0
+
+
+@dataclass
+class Measured:
+    """One measured run, the identity of the server it ran against, and its JSON report."""
+
+    run: LoadRun
+    identity: dict
+    report: Path
+
+    @property
+    def server_key(self) -> str:
+        return server_key(self.identity)
+
+
+@dataclass(frozen=True)
+class BaselineCheck:
+    """A run compared with its stored baseline (None, with `skip_reason`, when there is none)."""
+
+    baseline: Baseline | None
+    regressions: list[Regression]
+    plot: Path
+    skip_reason: str
+
+    @property
+    def expected(self) -> dict[str, str]:
+        return {r.metric: f">= {r.minimum:.2f} (baseline {r.baseline:.2f} - {r.tolerance:.0%})"
+                for r in self.regressions}
+
+    @property
+    def observed(self) -> dict[str, str]:
+        return {r.metric: f"{r.observed:.2f} ({r.change:+.1%})" for r in self.regressions}
+
+    @property
+    def is_ok(self) -> bool:
+        return all(r.is_ok for r in self.regressions)
+
+
+def workload_for(spec: PerfSpec, endpoint: EndpointSpec, concurrency: int) -> Workload:
+    """The workload of `spec` at `concurrency` (ignore_eos only where the engine honours it)."""
+    return Workload(model=endpoint.model, input_len=spec.input_len, output_len=spec.output_len,
+                    concurrency=concurrency, num_requests=spec.num_requests(concurrency),
+                    warmup_requests=spec.warmups(concurrency), temperature=spec.temperature,
+                    ignore_eos=spec.ignore_eos and adapter_class(endpoint).honours_ignore_eos)
+
+
+async def wait_idle(client: httpx.AsyncClient, endpoint: str, engine: type[EngineAdapter], *,
+                    timeout_s: float = IDLE_TIMEOUT_S, poll_s: float = IDLE_POLL_S) -> None:
+    """Bounded wait until the engine runs and queues no request (where it says so); NotReady after
+    `timeout_s`, naming what was still running and waiting."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        counters = await read_counters(client, endpoint, engine)
+        if counters is None or counters.is_idle in (None, True):
+            return
+        if time.monotonic() > deadline:
+            raise NotReady(f"[{endpoint}] the engine still had {counters.running:.0f} running and "
+                           f"{counters.waiting:.0f} waiting requests after {timeout_s:.0f} s; "
+                           f"perf needs the server to itself")
+        await asyncio.sleep(poll_s)
+
+
+class PerfSession:
+    """The session's perf runs: measured once per (section, concurrency), under the engine lock.
+
+    `progress` receives one line per step (the plugin passes a terminal writer); `connect(endpoint,
+    max_connections)` makes the async client (default: `endpoint_async_client`; self-tests pass a fake).
+    """
+
+    def __init__(self, inventory: Inventory, *, reports_dir: Path, lock_path: Path, baselines: BaselineStore,
+                 save_baseline: bool = False, lock_timeout_s: float = LOCK_TIMEOUT_S,
+                 progress: Callable[[str], None] = lambda line: None,
+                 connect: Callable[[EndpointSpec, int], httpx.AsyncClient] | None = None):
+        self.inventory = inventory
+        self.reports_dir = reports_dir
+        self.lock_path = lock_path
+        self.lock_timeout_s = lock_timeout_s
+        self.baselines = baselines
+        self.save_baseline = save_baseline
+        self.say = progress
+        self._connect = connect or (lambda endpoint, n: endpoint_async_client(endpoint, max_connections=n))
+        self.runs: dict[tuple[str, int], Measured] = {}
+        self.failures: dict[tuple[str, int], LlmvalError] = {}
+        self.sweeps: dict[tuple[str, int], list[RatePoint]] = {}
+
+    def workload(self, spec: PerfSpec, endpoint: EndpointSpec, concurrency: int) -> Workload:
+        return workload_for(spec, endpoint, concurrency)
+
+    def get(self, spec: PerfSpec, concurrency: int) -> Measured:
+        """The run of `spec` at `concurrency`, measured now unless this session already did."""
+        key = (spec.label, concurrency)
+        if key in self.failures:  # measured once per session, failures included: never hammer a broken server
+            raise self.failures[key]
+        if key not in self.runs:
+            try:
+                self.runs[key] = self._measure(spec, concurrency)
+            except LlmvalError as error:
+                self.failures[key] = error
+                raise
+        return self.runs[key]
+
+    def sweep(self, spec: PerfSpec) -> list[RatePoint]:
+        """The request-rate sweep of `spec` (one Poisson run per rate), measured once, plotted in reports/."""
+        key = (spec.label, -1)
+        if key in self.failures:
+            raise self.failures[key]
+        if key not in self.sweeps:
+            try:
+                self.sweeps[key] = self._sweep(spec)
+            except LlmvalError as error:
+                self.failures[key] = error
+                raise
+        return self.sweeps[key]
+
+    def _sweep(self, spec: PerfSpec) -> list[RatePoint]:
+        endpoint = self.inventory.endpoint(spec.endpoint)
+        slo = Slo(ttft_ms=spec.goodput_ttft_ms, tpot_ms=spec.goodput_tpot_ms)
+        points = []
+        with engine_lock(self.lock_path, self.lock_timeout_s):
+            for rate in spec.request_rates:
+                workload = replace(self.workload(spec, endpoint, spec.rate_max_concurrency or spec.rate_requests),
+                                   num_requests=spec.rate_requests, request_rate=rate,
+                                   warmup_requests=spec.warmup_requests)
+                self.say(f"perf {spec.label}: sweep at {rate:g} req/s ({workload.key()}) under {self.lock_path}")
+                run, _ = asyncio.run(self._run(endpoint, workload))
+                point = RatePoint(rate=rate, run=run, goodput=goodput(run, slo))
+                self.say(f"perf {spec.label}: {rate:g} req/s: goodput {point.goodput.share:.0%} ({slo.describe()}), "
+                         f"output {run.metrics.output_throughput:.1f} tok/s, TTFT p99 "
+                         f"{run.metrics.ttft_ms.percentiles['p99']:.0f} ms")
+                points.append(point)
+        folder = self.reports_dir / "perf"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{spec.label}-sweep.json").write_text(json.dumps(
+            {"slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms}, "points": [p.as_json() for p in points],
+             "runs": [p.run.as_json() for p in points]}, indent=1, default=str) + "\n", encoding="utf-8")
+        plot_sweep(points, slo, self.reports_dir / f"perf-{spec.label}-sweep.png",
+                   title=f"{spec.label}: request-rate sweep (vllm bench serve definitions)")
+        return points
+
+    def save_baselines(self) -> list[Path]:
+        """With save_baseline: store every run of this session (at its end, so this session's regression
+        tests still compared with the previous baseline)."""
+        if not self.save_baseline:
+            return []
+        return [self.baselines.save(m.run, m.identity) for m in self.runs.values()]
+
+    def _measure(self, spec: PerfSpec, concurrency: int) -> Measured:
+        endpoint = self.inventory.endpoint(spec.endpoint)
+        workload = self.workload(spec, endpoint, concurrency)
+        self.say(f"perf {spec.label}: measuring C={concurrency} ({workload.key()}) under {self.lock_path}")
+        with engine_lock(self.lock_path, self.lock_timeout_s):
+            for attempt in range(1, ATTEMPTS + 1):
+                run, identity = asyncio.run(self._run(endpoint, workload))
+                if not run.foreign_tokens or run.foreign_tokens <= 0:
+                    break
+                self.say(f"perf {spec.label}: {run.foreign_tokens:.0f} tokens of other traffic during attempt "
+                         f"{attempt}; {'measuring again' if attempt < ATTEMPTS else 'giving up'}")
+            else:
+                raise OtherLoad(
+                    f"[{endpoint.name}] the engine generated {run.foreign_tokens:.0f} tokens for other clients "
+                    f"during each of {ATTEMPTS} measurements at C={concurrency}; perf needs the server to itself "
+                    f"(stop other load, or run perf when the server is otherwise idle)")
+        report = self._write(spec, run, identity)
+        m = run.metrics
+        self.say(f"perf {spec.label}: C={concurrency} decode {m.decode_tok_s:.2f} tok/s, output "
+                 f"{m.output_throughput:.2f} tok/s, TTFT p99 {m.ttft_ms.percentiles['p99']:.1f} ms, "
+                 f"failed {m.failed}/{m.failed + m.completed}; {report}")
+        return Measured(run=run, identity=identity, report=report)
+
+    async def _run(self, endpoint: EndpointSpec, workload: Workload) -> tuple[LoadRun, dict]:
+        engine = adapter_class(endpoint)
+        # No recorder: perf is never replayed, and teeing every streamed chunk would load the client.
+        async with self._connect(endpoint, workload.concurrency + 2) as client:
+            identity = await server_identity(client, endpoint=endpoint.name, engine=engine,
+                                             base_url=str(endpoint.base_url).rstrip("/"),
+                                             declared=endpoint.expect.model_dump(mode="json", exclude_none=True))
+            run = await run_load(client, workload, endpoint=endpoint.name, engine=engine,
+                                 before_window=lambda: wait_idle(client, endpoint.name, engine))
+            return run, identity
+
+    def _write(self, spec: PerfSpec, run: LoadRun, identity: dict) -> Path:
+        folder = self.reports_dir / "perf"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{spec.label}-c{run.workload.concurrency}.json"
+        body = {"identity": identity, "server_key": server_key(identity), **run.as_json()}
+        path.write_text(json.dumps(body, indent=1, default=str) + "\n", encoding="utf-8")
+        return path
+
+    def against_baseline(self, spec: PerfSpec, measured: Measured) -> BaselineCheck:
+        """Compare `measured` with the stored baseline of its server identity and plot both."""
+        workload_key = measured.run.workload.key()
+        baseline = self.baselines.load(spec.endpoint, measured.identity, workload_key)
+        c = measured.run.workload.concurrency
+        plot = plot_run(measured.run, baseline, self.reports_dir / f"perf-{spec.label}-c{c}.png",
+                        title=f"{spec.label} C={c} ({workload_key}) vs baseline")
+        if baseline is None:
+            others = self.baselines.others(spec.endpoint, measured.identity, workload_key)
+            reason = (f"no baseline for server {measured.server_key} ({workload_key}); "
+                      "store one with --perf-save-baseline")
+            if others:
+                reason += (f"; not compared with {len(others)} baseline(s) of other server identities "
+                           f"({', '.join(b.server_key for b in others)})")
+            return BaselineCheck(None, [], plot, reason)
+        return BaselineCheck(baseline, compare_to_baseline(measured.run, baseline, spec.baseline_tolerance), plot, "")
