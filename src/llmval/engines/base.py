@@ -115,13 +115,15 @@ class EngineAdapter:
     """Facts of one endpoint. Subclasses: SglangAdapter, VllmAdapter; this base is the plain OpenAI server.
 
     Class-level knowledge (usable without an endpoint, e.g. by `llmval.load` and `llmval.needle`):
-    `kind`, `has_version`, `load_counters`, `acceptance`, `identity_info_paths`/`identity_extras`,
+    `kind`, `has_version`, `has_health`, `load_counters`, `acceptance`, `identity_info_paths`/`identity_extras`,
     `tokenize_form`, `thinking_off` and `honours_ignore_eos`.
     """
 
     kind: ClassVar[str] = "openai"
     has_version: ClassVar[bool] = False
     """Whether the engine reports its version (`version` raises NotExposed otherwise)."""
+    has_health: ClassVar[bool] = False
+    """Whether GET /health exists (a plain OpenAI-compatible server may answer 404 and still be up)."""
     load_counters: ClassVar[LoadCounters] = LoadCounters()
     tokenize_form: ClassVar[str | None] = None
     """How `POST /tokenize` counts a chat prompt: "chat" (takes `messages`, applies the chat template),

@@ -73,6 +73,7 @@ class SglangAdapter(EngineAdapter):
 
     kind = "sglang"
     has_version = True
+    has_health = True
     # load_counters: none declared yet. SGLang's request gauges and generated-token counter are not yet
     # checked against a real scrape under data parallelism, so perf windows count no other traffic here.
     tokenize_form = "prompt"

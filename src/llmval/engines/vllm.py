@@ -32,6 +32,7 @@ class VllmAdapter(EngineAdapter):
 
     kind = "vllm"
     has_version = True
+    has_health = True
     load_counters = LoadCounters(generation_tokens=GENERATION_TOKENS, finished_requests=REQUEST_SUCCESS,
                                  running=REQUESTS_RUNNING, waiting=REQUESTS_WAITING)
     tokenize_form = "chat"
