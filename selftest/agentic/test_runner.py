@@ -106,7 +106,9 @@ def test_a_model_that_copies_the_near_miss_fails_with_distractor():
     runner = runner_for(SPEC, "distractor")
     results = runner.measure_all()
     assert {r.outcome for r in results} == {"distractor"}
-    assert [g.ok for g in runner.gates()] == [False, False]
+    gates = {g.check: g.ok for g in runner.gates()}
+    assert gates == {"accuracy.agentic.all_pass_up_to": False, "accuracy.agentic.min_overall": False,
+                     "accuracy.agentic.min_valid": True}  # valid calls, wrong values: recall, not the parser
 
 
 def test_a_served_context_shorter_than_declared_fails_the_long_cells_naming_the_limit():
@@ -116,6 +118,8 @@ def test_a_served_context_shorter_than_declared_fails_the_long_cells_naming_the_
     assert {r.outcome for r in long_cells} == {"context_limit"}
     assert all("limit is 1500 tokens" in r.problems[0] for r in long_cells)
     assert all(r.is_pass for r in results if r.cell.length == 1024)
+    validity = next(g for g in runner.gates() if g.check == "accuracy.agentic.min_valid")
+    assert not validity.ok and validity.observed == "50.0% (12/24)"
 
 
 def test_cells_past_the_time_budget_could_not_be_measured():

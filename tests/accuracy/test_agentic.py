@@ -52,6 +52,13 @@ def test_agentic_overall_pass_rate_meets_gate(agentic_grid, agentic_gates, expec
            hint=f"missed cells: {list(verdict.offenders)}", evidence=f"reports/agentic-{agentic_grid}.json")
 
 
+def test_agentic_calls_are_valid(agentic_grid, agentic_gates, expect):
+    verdict = agentic_gates["accuracy.agentic.min_valid"]
+    expect(agentic_grid, verdict.check, expected=verdict.expected, observed=verdict.observed, ok=verdict.ok,
+           hint=f"invalid answers: {list(verdict.offenders)[:12]} (JSON, schema, truncation, markup, extra calls, "
+                "refusals: the parser or the transport, not recall)", evidence=f"reports/agentic-{agentic_grid}.json")
+
+
 def test_agentic_prompt_tokens_match_server_usage(agentic_grid, agentic_measured, agentic_spec, expect):
     offenders = prompt_token_offenders(agentic_spec, agentic_measured)
     expect(agentic_grid, "accuracy.agentic.prompt_tokens",

@@ -8,11 +8,11 @@ prompt, and every night sends the same prompts; its SHA-256 is kept with the res
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..inventory.accuracy import AgenticSpec
 from ..needle.builder import derive_seed, fit_units, prompt_sha256
-from ..needle.grid import default_context_lengths, target_tokens
+from ..needle.grid import GateVerdict, default_context_lengths, target_tokens
 from .scorer import CallScore
 from .transcript import NeedleKind, Transcript, TranscriptError, build_transcript
 
@@ -97,7 +97,9 @@ def request_body(spec: AgenticSpec, prompt: AgenticPrompt) -> dict:
     choice: object = spec.tool_choice
     if spec.tool_choice == "named":
         choice = {"type": "function", "function": {"name": prompt.transcript.needle.tool_name}}
-    return {"messages": prompt.messages, "tools": prompt.tools, "tool_choice": choice, "temperature": 0,
+    tools = [{**t, "function": {**t["function"], "strict": True}} for t in prompt.tools] if spec.strict_tools \
+        else prompt.tools
+    return {"messages": prompt.messages, "tools": tools, "tool_choice": choice, "temperature": 0,
             "max_tokens": spec.max_tokens}
 
 
@@ -132,6 +134,20 @@ class AgenticResult:
     def scored(self, score: CallScore) -> AgenticResult:
         self.outcome, self.problems, self.observed = score.outcome, list(score.problems), score.observed
         return self
+
+
+VALID_OUTCOMES = frozenset({"exact", "distractor", "not_exact", "split", "wrong_argument", "wrong_value",
+                            "missing_argument"})
+"""Outcomes of one valid call to the asked tool (the value right or not)."""
+
+
+def validity_gate(spec: AgenticSpec, results: Sequence[AgenticResult], check: str) -> GateVerdict:
+    """`min_valid`: the fraction of cells answered with one valid call to the asked tool."""
+    invalid = tuple(f"{r.cell.id} ({r.outcome})" for r in results if r.outcome not in VALID_OUTCOMES)
+    rate = (len(results) - len(invalid)) / len(results) if results else 0.0
+    return GateVerdict(check, f">= {spec.min_valid:.0%} of cells answer one valid call to the asked tool",
+                       f"{rate:.1%} ({len(results) - len(invalid)}/{len(results)})",
+                       bool(results) and rate >= spec.min_valid, invalid)
 
 
 def prompt_token_offenders(spec: AgenticSpec, results: list[AgenticResult]) -> list[str]:

@@ -30,6 +30,7 @@ from .grid import (
     plan_cells,
     prompt_token_offenders,
     request_body,
+    validity_gate,
 )
 from .scorer import score_call, score_http_failure
 
@@ -85,7 +86,7 @@ class AgenticRunner:
 
     def gates(self) -> list[GateVerdict]:
         """The inventory's gates over the whole grid (measuring what is missing)."""
-        return evaluate_gates(self.spec, self.measure_all(), CHECK_PREFIX)
+        return judge_gates(self.spec, self.measure_all())
 
     def _prompt(self, cell: AgenticCell) -> AgenticPrompt:
         key = (cell.kind, cell.length, cell.depth)
@@ -181,5 +182,10 @@ class AgenticRunner:
                 "outcomes": dict(sorted(outcomes.items())),
                 "prompt_token_offenders": prompt_token_offenders(self.spec, ok),
             },
-            "gates": [dataclasses.asdict(v) for v in evaluate_gates(self.spec, ok, CHECK_PREFIX)] if complete else None,
+            "gates": [dataclasses.asdict(v) for v in judge_gates(self.spec, ok)] if complete else None,
         }
+
+
+def judge_gates(spec: AgenticSpec, results: list[AgenticResult]) -> list[GateVerdict]:
+    """NIAH's gates (every cell up to N, overall rate) under `accuracy.agentic`, and the validity gate."""
+    return [*evaluate_gates(spec, results, CHECK_PREFIX), validity_gate(spec, results, f"{CHECK_PREFIX}.min_valid")]

@@ -225,8 +225,9 @@ def _log_line(rng: random.Random, second: int, service: str) -> str:
             f"{rng.choice(LOG_MESSAGES)} ({rng.randint(1, 900)} ms)")
 
 
-def _log(rng: random.Random, service: str, extra: tuple[int, str] | None = None) -> str:
-    count = rng.randint(8, 16)
+def _log(rng: random.Random, service: str, extra: tuple[int, str] | None = None, lines: tuple[int, int] = (8, 16)
+         ) -> str:
+    count = rng.randint(*lines)
     start = rng.randint(0, 30000)
     lines = [_log_line(rng, start + 7 * i, service) for i in range(count)]
     if extra is not None:
@@ -352,7 +353,7 @@ def _error_code_needle(rng: random.Random, package: str) -> tuple[Needle, list[S
     def log(who: str, code: str) -> str:
         line = f"2026-11-29T{rng.randint(10, 18)}:{rng.randint(10, 59)}:{rng.randint(10, 59)}Z ERROR {who} " \
                f"job={job} failed: code={code} (shard {rng.randint(1, 64)})"
-        return _log(rng, who, extra=(rng.randint(2, 8), line))
+        return _log(rng, who, extra=(rng.randint(1, 4), line), lines=(3, 6))  # small: a 1k prompt holds all three
 
     path = f"logs/{worker}.log"
     steps = [Step(f"Reading the end of {path}.", "run_command", {"command": f"tail -n 20 {path}"}, log(worker, value)),

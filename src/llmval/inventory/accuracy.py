@@ -99,8 +99,17 @@ class AgenticSpec(Spec):
     tool_choice: Literal["auto", "required", "named"] = "auto"
     """How the final call is asked for: "auto" as agent clients do; "required" or "named" (the tool by name)
     constrain the call envelope, for models that do not choose tools on their own."""
+    strict_tools: bool = False
+    """Mark every tool `strict` (the engine constrains the arguments to the schema): for small models whose
+    free arguments are not JSON objects; agent clients usually send non-strict tools."""
+    request_timeout_s: float | None = Field(None, gt=0, le=86400)
+    """Per-request timeout of the grid's chat requests (a long prompt's prefill can take minutes); default:
+    the endpoint's request_timeout_s."""
     min_overall: float = Field(0.95, ge=0, le=1)
     """Minimum fraction of passing cells over the whole grid."""
+    min_valid: float = Field(1.0, ge=0, le=1)
+    """Minimum fraction of cells whose answer is one valid call to the asked tool (JSON, schema, not truncated,
+    no markup leak), right value or not: what the parser and the transport owe whatever the model recalls."""
     all_pass_up_to: int | None = Field(None, ge=1)
     """Every cell at or below this context length must pass; misses above it only count in min_overall.
     A prompt the server rejects as longer than its context fails its cell whatever the length."""
