@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,8 @@ from llmval.hostfacts import (
 )
 from llmval.inventory import HostSpec, ModelFileSpec
 from selftest.strategies import ROOT
+
+pytest_plugins = ["pytester"]
 
 CONTRACT = ROOT / "tests" / "hosts"
 RECORDINGS = ROOT / "selftest" / "data"
@@ -180,8 +183,6 @@ def test_option_shaped_transport_values_never_reach_ssh_or_docker():
             connect(spec)
 
 
-pytest_plugins = ["pytester"]
-
 
 def test_the_reported_exploit_run_end_to_end_deletes_nothing(pytester):
     """The issue's probe: an inventory with `model_files.path = "-delete"`, a plain smoke run (no --launch), a
@@ -202,3 +203,17 @@ def test_the_reported_exploit_run_end_to_end_deletes_nothing(pytester):
     else:
         assert present and all("UnsafeArgument" in m and "starts with '-'" in m for m in present.values()), \
             result.stdout.str()[-2000:]
+
+
+PINNED = Path(__file__).with_name("pinned_commands.json")
+
+
+def test_no_host_fact_command_ever_changes():
+    """Adding a fact or a query field adds a command; it never changes one (recordings would stop matching).
+    `pinned_commands.json` holds every host-fact command as first declared: each must still be declared, byte
+    for byte. A new fact may be added to the file; an entry is never edited (re-record instead, and say so)."""
+    pinned = json.loads(PINNED.read_text())
+    declared = {c.name: c.template for c in READ_ONLY}
+    changed = {name: (template, declared.get(name)) for name, template in pinned.items()
+               if declared.get(name) != template}
+    assert changed == {}, f"existing host commands changed or vanished (name: (pinned, now)): {changed}"
