@@ -163,6 +163,10 @@ def test_serving_process_is_the_deepest_match_not_a_wrapper_nor_a_passer_by():
     matches = parse_process_matches("16209 16105     5 python\n27791     1  1620 flock\n29807 27791  1503 python\n")
     assert serving_process(matches).pid == 29807
     assert serving_process([]) is None
+    # seen a minute later: another engine's `flock` still waiting for the lock (no child yet) is older than the
+    # running engine of a separate tree; a waiting wrapper is never the serving process
+    matches = parse_process_matches(" 3768 31662   273 python\n 7167  7165     2 python\n31703 31701   608 flock\n")
+    assert serving_process(matches).pid == 3768
 
 
 def test_a_lost_gpu_is_named_in_nvidia_smis_own_words(tmp_path):

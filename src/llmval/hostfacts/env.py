@@ -2,8 +2,9 @@
 
 For `process:<pattern>` the process that actually serves is read, not the oldest match: the oldest is
 often a wrapper (`timeout 90 env NCCL_P2P_DISABLE=1 ... torchrun ...`, a shell, a supervisor) whose own
-environ lacks what its child got. Among the `pgrep -f` matches, the serving process is one with no
-matching descendant (the deepest), the longest-running of those; the verdict names its pid.
+environ lacks what its child got. Among the `pgrep -f` matches, the serving process is not a wrapper
+(`WRAPPERS`), has no matching descendant (the deepest), and is the longest-running of those; the verdict
+names its pid.
 """
 
 from __future__ import annotations
@@ -56,11 +57,21 @@ def parse_process_matches(text: str) -> list[ProcessInfo]:
     return out
 
 
+WRAPPERS = frozenset({
+    "timeout", "env", "flock", "nohup", "setsid", "stdbuf", "nice", "ionice", "taskset", "numactl", "chrt",
+    "sh", "bash", "dash", "zsh", "su", "sudo", "runuser", "tini", "dumb-init", "catatonit", "xargs", "watch",
+    "systemd-run", "script", "time", "strace", "ltrace", "gdb",
+})
+"""Process names that only start (or wait to start) another program: never the serving process itself."""
+
+
 def serving_process(matches: list[ProcessInfo]) -> ProcessInfo | None:
-    """The match with no matching descendant (wrappers exec or spawn the server), the longest-running of those:
-    a passer-by whose command line happens to match (a `grep`, a monitoring probe) is younger than the server."""
-    parents = {m.ppid for m in matches}
-    leaves = [m for m in matches if m.pid not in parents] or matches
+    """The serving process among the `pgrep -f` matches: not a wrapper (`timeout`, `env`, a shell, `flock` still
+    waiting for its lock); of the rest, one with no matching descendant (wrappers exec or spawn the server);
+    of those, the longest-running (a passer-by whose command line mentions the pattern is younger)."""
+    candidates = [m for m in matches if m.name not in WRAPPERS] or matches
+    parents = {m.ppid for m in candidates}
+    leaves = [m for m in candidates if m.pid not in parents] or candidates
     return max(leaves, key=lambda m: (m.age_s, -m.pid), default=None)
 
 
