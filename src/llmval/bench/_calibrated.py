@@ -81,10 +81,15 @@ async def suite_measure(base_url: str, *, model: str, input_len: int, output_len
 
 
 def measure_case(base_url: str, schedule: Schedule, case: CalibratedCase, *, bench: VllmBench | None,
-                 tokenizer: Path, input_len: int, output_len: int, out_dir: Path, model: str) -> CaseResult:
+                 tokenizer: Path, input_len: int, output_len: int, out_dir: Path, model: str,
+                 suite_workers: int = 1) -> CaseResult:
     truth = schedule.truth(output_len=output_len, concurrency=case.concurrency, num_requests=case.num_requests)
-    suite = headline(asyncio.run(suite_measure(base_url, model=model, input_len=input_len, output_len=output_len,
-                                               case=case)))
+    if suite_workers > 1 and case.concurrency > 1:
+        suite = headline(suite_measure_parallel(base_url, model=model, input_len=input_len, output_len=output_len,
+                                                case=case, workers=suite_workers))
+    else:
+        suite = headline(asyncio.run(suite_measure(base_url, model=model, input_len=input_len,
+                                                   output_len=output_len, case=case)))
     result = CaseResult(case=case, truth=truth_metrics(truth), suite=suite)
     if bench is not None:
         run = VllmRun(base_url=base_url, model=model, tokenizer=tokenizer, input_len=input_len,

@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--c1-requests", type=int, default=8)
     parser.add_argument("--requests-per-concurrency", type=int, default=1,
                         help="k in k·C requests (C>1; default 1: one wave after a warmup wave)")
+    parser.add_argument("--suite-workers", type=int, default=1,
+                        help="--calibrated: the suite's generator over N processes at C>1 (default 1, as the gates)")
     parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
     parser.add_argument("--lock-timeout-s", type=float, default=900)
     parser.add_argument("--out", type=Path, default=Path("reports/bench"))
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 with source_process(schedule) as base_url:
                     results = [measure_case(base_url, schedule, case, bench=bench, tokenizer=args.tokenizer,
                                             input_len=args.input_len, output_len=args.output_len, out_dir=args.out,
-                                            model=MODEL) for case in cases]
+                                            model=MODEL, suite_workers=args.suite_workers) for case in cases]
                 print(f"calibration source: {asdict(schedule)}")
                 print(table(results))
                 line.update(summary(results))
