@@ -128,7 +128,7 @@ def plot_sweep(points: list[RatePoint], slo: Slo, path: Path, *, title: str) -> 
     axes[2].plot(rates, [d["goodput_share"] * 100 for d in data], "o-", color="#2ca02c")
     axes[2].set_ylim(0, 105)
     axes[2].set_ylabel("% of requests within SLO")
-    axes[2].set_title(f"goodput ({slo.describe()})")
+    axes[2].set_title(f"goodput\n({slo.describe()})", fontsize=9)
     for ax in axes:
         ax.set_xlabel("offered request rate (req/s, Poisson)")
     fig.suptitle(title)
