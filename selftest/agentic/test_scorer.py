@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llmval.agentic.scorer import score_call, score_http_failure
 from llmval.agentic.transcript import build_transcript
@@ -116,3 +118,12 @@ def test_context_limit_refusals_are_named_with_the_served_limit():
     assert score_http_failure(400, sglang).outcome == "context_limit"
     assert score_http_failure(500, "internal error").outcome == "http_error"
     assert score_http_failure(400, "tool_choice required is not supported").outcome == "http_error"
+
+
+@given(st.data())
+def test_any_cut_of_the_value_over_two_arguments_is_split_never_a_pass(data):
+    needle = build_transcript(data.draw(st.integers(0, 2**32), label="seed"), "signature", 0.5, 0).needle
+    cut = data.draw(st.integers(1, len(needle.value) - 1), label="cut")
+    args = {"path": needle.value[:cut], "signature": needle.value[cut:]}
+    result = score(answer(call("write_stub", args)), needle)
+    assert (result.is_pass, result.outcome) == (False, "split")
