@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import tomllib
 
@@ -9,6 +10,8 @@ import pytest
 import tomli_w
 
 from selftest.strategies import ROOT
+
+from .stub_perf_server import stub_perf_server
 
 pytest_plugins = ["pytester"]
 REPLAY = ROOT / "selftest" / "data" / "replays" / "SYNTHESIZED-kpro6-sglang-healthy"
@@ -33,6 +36,29 @@ def test_perf_under_replay_skips_saying_timings_are_not_replayable(pytester):
     assert result.ret == 5  # nothing checked (llmval.exitcodes.ExitCode.NOTHING_CHECKED): every test skipped
     result.stdout.fnmatch_lines(["*SKIPPED*perf timings are not replayable*"])
     assert "passed" not in result.stdout.str().splitlines()[-1]
+
+
+def test_perf_plugin_wires_the_session_to_a_stub_server(pytester):
+    """Without the engine: the session measures each run once, says so on the terminal, and writes its JSON."""
+    data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
+    endpoint = next(e for e in data["endpoints"] if e["name"] == "local-vllm")
+    gate = data["perf"][0]
+    gate.update(c1_requests=3, warmup_requests=1, output_len=8, input_len=16, decode_tok_s_c1_min=1e9)
+    for key in ("output_tok_s_min", "ttft_p99_ms_max", "throughput_concurrency"):
+        gate.pop(key, None)
+    with stub_perf_server(endpoint["model"]) as base_url:
+        endpoint["base_url"] = base_url
+        inventory = pytester.path / "stub.toml"
+        inventory.write_text(tomli_w.dumps(data))
+        result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "decode or acceptance",
+                          "--perf-baseline-dir", str(pytester.path / "baselines"),
+                          "--perf-lock", str(pytester.path / "perf.lock"))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the stub is far below the raised gate
+    result.stdout.fnmatch_lines(["*perf local-vllm: measuring C=1 (in16-out8-c1-n3-*)*",
+                                 "*perf local-vllm: C=1 decode * tok/s*", "*perf.decode.tok_s_c1*"])
+    assert result.stdout.str().count("measuring C=1") == 1  # the C=1 run serves both tests, measured once
+    report = json.loads((pytester.path / "reports" / "perf" / "local-vllm-c1.json").read_text())
+    assert report["identity"]["engine"] == "vllm" and report["foreign_tokens"] == 0
 
 
 @pytest.mark.engine
