@@ -13,7 +13,7 @@ import pytest
 from llmval.errors import CommandTimeout
 from llmval.hostfacts import is_read_only
 from llmval.inventory import HostSpec
-from llmval.transport import connect
+from llmval.transport import connect, control_dir
 
 from ._contract import not_passed, run_hosts
 from .standin import HANG_MARKER, make_standins
@@ -101,7 +101,8 @@ def test_ssh_and_pct_transports_quote_through_to_the_container(tmp_path, monkeyp
     assert node.stdout == "|its $HOME; \"quoted\"\n"
     assert ct.stdout == "129|its $HOME; \"quoted\"\n"
     log = (bin_dir / "ssh.log").read_text()
-    assert "ControlPath=/tmp/llmval-ssh-%C" in log and "BatchMode=yes" in log
+    assert f"ControlPath={control_dir()}/%C" in log and "BatchMode=yes" in log
+    assert control_dir().stat().st_mode & 0o777 == 0o700  # a private folder, not world-writable /tmp itself
     assert "pct exec 129 -- timeout -k 2 20 /bin/sh -c" in log and "timeout -k 2 5 /bin/sh -c" in log
     (bin_dir / "ssh").write_text("#!/bin/sh\necho 'ssh: connect to host 127.0.0.1 port 22: Connection refused' >&2\n"
                                  "exit 255\n")

@@ -101,9 +101,9 @@ def test_contract_over_real_sshd_pct_hung_and_unreachable_hosts(pytester, tmp_pa
     assert "test_host_answers[gone]" in gone
     assert wall_s < 150
     # one multiplexed connection per host: its ControlMaster outlives the run (ControlPersist)
-    from llmval.transport import CONTROL_PATH
+    from llmval.transport import control_path
 
-    check = subprocess.run(["ssh", "-F", str(nodes["config"]), "-o", f"ControlPath={CONTROL_PATH}", "-O", "check",
+    check = subprocess.run(["ssh", "-F", str(nodes["config"]), "-o", f"ControlPath={control_path()}", "-O", "check",
                             f"root@{nodes['good'].address}"], capture_output=True, text=True, timeout=15)
     assert check.returncode == 0 and "Master running" in check.stderr
     # the far side's `timeout` killed the hung nvidia-smi: none of the recorded pids is alive

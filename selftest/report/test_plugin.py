@@ -91,7 +91,7 @@ def test_blocker_revisiting_an_unknown_decision_is_a_usage_error(pytester):
     bad.write_text(text)
     result = run_with(pytester, LIFTED, bad)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "blockers 'gpu-p2p': revisit 'p2p-disabld' is not a decision id; decisions: ['p2p-disabled']" in (
+    assert "blockers[0:gpu-p2p].revisit: 'p2p-disabld' is not a decision id; decisions: ['p2p-disabled']" in (
         result.stderr.str())
 
 

@@ -1,4 +1,5 @@
-"""`python -m llmval check-inventory FILE...` validates inventories; `python -m llmval schema` prints the
+"""`python -m llmval check-inventory FILE...` validates inventories with the same validation pytest runs
+(exit 0: all valid; 4: an invalid one, as pytest's usage error); `python -m llmval schema` prints the
 inventory's JSON Schema (committed as inventories/inventory.schema.json for editors); `python -m llmval bench`
 calibrates the perf instruments (`--calibrated`, `--ceiling`)."""
 
@@ -6,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+import pytest
 
 from .errors import InventoryError
 from .inventory import inventory_json_schema, load_inventory
@@ -34,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             inventory = load_inventory(path)
         except InventoryError as error:
             print(error, file=sys.stderr)
-            status = 1
+            status = int(pytest.ExitCode.USAGE_ERROR)
         else:
             print(f"{path}: ok ({len(inventory.hosts)} hosts, {len(inventory.endpoints)} endpoints)")
     return status

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
+import urllib.parse
 from collections.abc import Iterable
 
 # Values of these environment variables never appear in a message or report, whatever they hold.
@@ -11,24 +14,54 @@ SECRET_ENV_NAME_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)"
 # Shapes of secrets that may arrive inside host or engine output.
 SECRET_SHAPE_RES = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?(?:basic|digest|token)?\s*)[^\s'\",}\]]{4,}"),
     re.compile(r"(?i)((?:api[_-]?key|token|password|passwd|secret)\s*[=:]\s*['\"]?)[^\s'\",}]{4,}"),
+    # vLLM's non-default args: 'api_key': ['sk-...'] (a list), and a dict repr 'api_key': 'sk-...'
+    re.compile(r"(?i)(['\"](?:api[_-]?key|token|password|secret)['\"]\s*:\s*\[?\s*['\"])[^'\"]{4,}"),
+    # a command line: --api-key X, --api-key=X, --hf-token X, --password X
+    re.compile(r"(?i)(--[a-z0-9-]*(?:api-key|token|password|passwd|secret)(?:=|\s+))(?!-)\S{4,}"),
+    # URL userinfo: scheme://user:password@host
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^\s/@:'\"]+:[^\s/@'\"]*(?=@)"),
     re.compile(r"\b(hf_)[A-Za-z0-9]{20,}"),
     re.compile(r"\b(sk-)[A-Za-z0-9_-]{16,}"),
 )
 REDACTED = "***"
+_REGISTERED: set[str] = set()
+"""Values registered by the run (the inventory's `*_env` secrets, llmval.contract.add_secrets): redact() cannot
+be handed the inventory at every call site (launch logs, recordings, transports), so the run registers them once."""
+
+
+def add_secrets(values: Iterable[str]) -> None:
+    """Register secret values (the inventory's api_key_env / password_env values) for every later redact()."""
+    _REGISTERED.update(v for v in values if v and len(v) >= 4)
+
+
+def encoded_forms(value: str) -> list[str]:
+    """`value` as it may appear in a file: itself, URL-quoted, JSON-escaped, and the parts of its base64
+    (standard and URL-safe, at each of the three alignments) that do not depend on the bytes around it."""
+    raw = value.encode("utf-8")
+    forms = {value, urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]}
+    for shift in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            encoded = encode(b"\0" * shift + raw).decode("ascii")
+            start, end = (0, 2, 3)[shift], 4 * ((len(raw) + shift) // 3)
+            if end - start >= 8:
+                forms.add(encoded[start:end])
+    return sorted(forms, key=len, reverse=True)
 
 
 def secret_values(extra: Iterable[str] = ()) -> list[str]:
-    """Values to scrub: secret-named environment variables plus any given explicitly."""
+    """Values to scrub: secret-named environment variables, registered secrets, plus any given explicitly."""
     values = [v for k, v in os.environ.items() if SECRET_ENV_NAME_RE.search(k) and len(v) >= 4]
-    values += [v for v in extra if v and len(v) >= 4]
+    values += [v for v in [*_REGISTERED, *extra] if v and len(v) >= 4]
     return sorted(set(values), key=len, reverse=True)
 
 
 def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
-    """Remove secret values and secret-shaped substrings from `text`."""
+    """Remove secret values (and their URL, JSON and base64 encodings) and secret-shaped substrings."""
     for value in secret_values(extra_secrets):
-        text = text.replace(value, REDACTED)
+        for form in encoded_forms(value):
+            text = text.replace(form, REDACTED)
     for pattern in SECRET_SHAPE_RES:
         text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
     return text

@@ -10,7 +10,9 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      ├── HostError           a command on a host could not be run to completion
      │    ├── HostUnreachable    the transport could not connect
      │    ├── CommandTimeout     the command ran past its timeout and was killed
-     │    ├── CommandFailed      the command exited non-zero where success was required
+     │    ├── CommandFailed      the command exited non-zero where success was required (its own words: the end
+     │    │    │                 of stderr, or of stdout when stderr is empty)
+     │    │    └── GpusLost       (llmval.hostfacts) nvidia-smi says the GPUs are gone ("No devices were found")
      │    └── TeardownError      (llmval.launch) a stop step failed or something of ours was left running
      ├── EndpointError       an HTTP endpoint did not answer usefully (status, body excerpt)
      │    └── ModelNotServed     (llmval.engines) the endpoint does not serve the inventory's model
@@ -39,14 +41,23 @@ class LlmvalError(Exception):
     """Check ids whose failure explains this error (the status document groups it under them)."""
 
 
+def printable(text: str, limit: int = 300) -> str:
+    """`text` safe for a terminal: control characters escaped (ESC becomes the four characters `\\x1b`), cut
+    to `limit` characters with the cut said (`… [399 more characters]`)."""
+    out = "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in text)
+    return out if len(out) <= limit else f"{out[:limit]}… [{len(out) - limit} more characters]"
+
+
 class InventoryError(LlmvalError):
-    """The inventory is unreadable or invalid; the message names the file and key path."""
+    """The inventory is unreadable or invalid; the message names the file, the key path of each problem and
+    the reason, with control characters escaped and long values shortened."""
 
     def __init__(self, path: str, problems: list[tuple[str, str]]):
         self.path = path
         self.problems = problems
-        lines = [f"invalid inventory {path}:"]
-        lines += [f"  {where or '<top level>'}: {reason}" for where, reason in problems]
+        lines = [f"invalid inventory {printable(path)}:"]
+        lines += [f"  {printable(where, 200)}: {printable(reason)}" if where else f"  {printable(reason)}"
+                  for where, reason in problems]
         super().__init__("\n".join(lines))
 
 

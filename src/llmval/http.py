@@ -7,6 +7,7 @@ cannot reach its endpoint says which endpoint, which URL and why.
 from __future__ import annotations
 
 import base64
+import ipaddress
 import os
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -21,7 +22,16 @@ from .recording import HttpExchange, Recorder, Replay, body_key
 if TYPE_CHECKING:
     from .inventory import EndpointSpec
 
-RECORDED_HEADERS = {"content-type", "content-length"}
+RECORDED_HEADERS = {"content-type"}
+"""Only the content type is kept (never a credential header); the length follows the stored, redacted body."""
+
+
+def _redacted_bytes(body: bytes) -> bytes:
+    """`body` with every secret removed (an engine that echoes the API key must not leak it into a recording);
+    bytes that are not UTF-8 pass through unchanged (surrogateescape)."""
+    text = body.decode("utf-8", "surrogateescape")
+    clean = redact(text)
+    return body if clean == text else clean.encode("utf-8", "surrogateescape")
 
 
 def _exchange(request: httpx.Request, response: httpx.Response | None, body: bytes, elapsed_s: float,
@@ -35,7 +45,7 @@ def _exchange(request: httpx.Request, response: httpx.Response | None, body: byt
         status=response.status_code if response is not None else 0,
         headers=[(k, v) for k, v in (response.headers.items() if response is not None else [])
                  if k.lower() in RECORDED_HEADERS],
-        body_b64=base64.b64encode(body).decode("ascii"),
+        body_b64=base64.b64encode(_redacted_bytes(body)).decode("ascii"),
         elapsed_s=round(elapsed_s, 4),
         error=error,
     )
@@ -140,6 +150,22 @@ class AsyncReplayTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         return _replayed(self._replay, request)
+
+
+def plaintext_key_warnings(inventory) -> list[str]:
+    """One warning per endpoint whose API key would go over plain http to a host that is not loopback."""
+    warnings = []
+    for endpoint in inventory.endpoints:
+        url = httpx.URL(str(endpoint.base_url))
+        if endpoint.api_key_env and os.environ.get(endpoint.api_key_env) and url.scheme == "http":
+            try:
+                loopback = ipaddress.ip_address(url.host).is_loopback
+            except ValueError:
+                loopback = url.host == "localhost"
+            if not loopback:
+                warnings.append(f"[{endpoint.name}] the API key (${endpoint.api_key_env}) is sent over plain http "
+                                f"to {url.host}: anyone on the path can read it; use https or a tunnel")
+    return warnings
 
 
 def _headers(api_key_env: str | None) -> dict[str, str]:

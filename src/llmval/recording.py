@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .contract import redact
 from .errors import ReplayMiss
 
 
@@ -35,6 +36,13 @@ class CommandResult:
     @property
     def ok(self) -> bool:
         return self.rc == 0 and not self.timed_out
+
+    @property
+    def failure(self) -> str:
+        """`exit code N: <the end of stderr>`, or of stdout when stderr is empty (nvidia-smi prints "No devices
+        were found" on stdout with exit 6): the command's own words, never an empty cause."""
+        said = self.stderr.strip() or self.stdout.strip()
+        return f"exit code {self.rc}: {said[-400:]}" if said else f"exit code {self.rc} (no output)"
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,10 @@ class Recorder:
             out.write(line)
 
     def command(self, result: CommandResult) -> None:
-        self._append("commands", asdict(result))
+        """Record one command, its output redacted (a process environment read from /proc holds API keys)."""
+        record = asdict(result)
+        record["stdout"], record["stderr"] = redact(result.stdout), redact(result.stderr)
+        self._append("commands", record)
 
     def http(self, exchange: HttpExchange) -> None:
         self._append("http", asdict(exchange))

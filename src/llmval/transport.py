@@ -19,8 +19,11 @@ from __future__ import annotations
 import os
 import re
 import signal
+import stat
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import testinfra
@@ -145,8 +148,25 @@ class _DockerViaSsh(_Bounded, SshBackend):
 testinfra.backend.BACKENDS.setdefault("pct", f"{__name__}.PctBackend")
 
 
-CONTROL_PATH = "/tmp/llmval-ssh-%C"
-"""One multiplexed ssh connection per (user, host, port); %C is ssh's hash of them (short: socket paths are limited)."""
+def control_dir() -> Path:
+    """A private (0700, ours, not a link) folder for ssh control sockets: `<tmp>/llmval-ssh-<uid>`. In a
+    world-writable /tmp itself, another user could pre-create the socket path and hijack or block the
+    connection. Short, because socket paths are limited to 108 bytes."""
+    folder = Path(tempfile.gettempdir()) / f"llmval-ssh-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise HostUnreachable("ssh", str(folder), f"{folder} is not a private folder of ours (mode "
+                              f"{stat.filemode(info.st_mode)}, owner uid {info.st_uid}); remove it and run again")
+    return folder
+
+
+def control_path() -> str:
+    """One multiplexed ssh connection per (user, host, port); %C is ssh's hash of them."""
+    return str(control_dir() / "%C")
 
 
 def _ssh_kwargs(spec: HostSpec, timeout_s: float) -> dict[str, Any]:
@@ -156,7 +176,7 @@ def _ssh_kwargs(spec: HostSpec, timeout_s: float) -> dict[str, Any]:
         "ssh_extra_args": " ".join([
             "-o BatchMode=yes", f"-o ConnectTimeout={max(1, int(timeout_s))}",
             "-o ServerAliveInterval=5", "-o ServerAliveCountMax=2", "-o StrictHostKeyChecking=accept-new",
-            "-o ControlMaster=auto", "-o ControlPersist=120s", f"-o ControlPath={CONTROL_PATH}",
+            "-o ControlMaster=auto", "-o ControlPersist=120s", f"-o ControlPath={control_path()}",
         ]),
         "controlpersist": 120,
     }
@@ -247,8 +267,9 @@ class Connection:
         if self._recorder is not None and self._replay is None:
             self._recorder.command(result)
         if result.timed_out:
+            so_far = (result.stderr.strip() or result.stdout.strip())[-300:]
             raise CommandTimeout(self.name, command, f"no answer within {timeout_s or self.spec.timeout_s:g} s "
-                                 f"(killed); stderr so far: {result.stderr[-300:]!r}")
+                                 f"(killed); output so far: {so_far!r}")
         if self._is_over_ssh and result.rc == SSH_UNREACHABLE_RC:
             raise HostUnreachable(self.name, command, f"ssh failed (rc 255): {result.stderr.strip()[-300:]}")
         return result
@@ -270,11 +291,11 @@ class Connection:
         return CommandResult(self.name, command, out.rc, out.stdout, out.stderr, elapsed, timed_out=timed_out)
 
     def check_output(self, command: str, *, timeout_s: float | None = None) -> str:
-        """stdout of `command`, or CommandFailed naming the host, command, rc and stderr."""
+        """stdout of `command`, or CommandFailed naming the host, command, rc and the end of stderr (or stdout)."""
         __tracebackhide__ = True
         result = self.run(command, timeout_s=timeout_s)
         if result.rc != 0:
-            raise CommandFailed(self.name, command, f"exit code {result.rc}: {result.stderr.strip()[-400:]}")
+            raise CommandFailed(self.name, command, result.failure)
         return result.stdout
 
 

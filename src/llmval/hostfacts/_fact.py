@@ -114,10 +114,9 @@ class Reader:
 
 
 def failure_text(result: CommandResult) -> str:
-    """`exit code N: <the end of stderr>`, or of stdout when stderr is empty (nvidia-smi prints "No devices were
-    found" on stdout with exit 6): the command's own words, never an empty cause."""
-    said = result.stderr.strip() or result.stdout.strip()
-    return f"exit code {result.rc}: {said[-400:]}" if said else f"exit code {result.rc} (no output)"
+    """`exit code N: <the end of stderr, or of stdout when stderr is empty>`: the cause of a failed fact command
+    (nvidia-smi prints "No devices were found" on stdout; see CommandResult.failure)."""
+    return result.failure
 
 
 class HostFacts:

@@ -16,7 +16,7 @@ from ..parsers.nvidia_smi import (
 )
 from ..parsers.procs import GpuHolder, parse_fuser_verbose
 from ._command import NUMBER, Command
-from ._fact import Reader, fact, failure_text
+from ._fact import Reader, fact
 
 GPU_QUERY = Command("gpu-query", f"nvidia-smi --query-gpu={','.join(GPU_QUERY_FIELDS)} --format=csv,noheader,nounits")
 """Frozen: every recording answers exactly this. A new field is a new fact with its own query."""
@@ -46,9 +46,9 @@ def gpus(host: Reader) -> list[GpuInfo]:
     """GPUs from nvidia-smi's CSV query; GpusLost when nvidia-smi itself says the GPUs are gone."""
     result = host.result(GPU_QUERY)
     if result.rc != 0 and GPUS_LOST_RE.search(f"{result.stdout}\n{result.stderr}"):
-        raise GpusLost(host.name, result.command, f"nvidia-smi says the GPUs are gone: {failure_text(result)}")
+        raise GpusLost(host.name, result.command, f"nvidia-smi says the GPUs are gone: {result.failure}")
     if result.rc != 0:
-        raise CommandFailed(host.name, result.command, failure_text(result))
+        raise CommandFailed(host.name, result.command, result.failure)
     return parse_nvidia_smi_query(result.stdout)
 
 

@@ -11,10 +11,11 @@ import json
 import tomllib
 from pathlib import Path
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, model_validator
 
 from ..errors import InventoryError
 from ._base import Spec
+from ._checks import raw_problems, reference_problems
 from .accuracy import AgenticSpec, NiahSpec
 from .hosts import (
     DockerTransport,
@@ -78,10 +79,6 @@ __all__ = [
 ]
 
 
-def _duplicates(names: list[str]) -> list[str]:
-    return sorted({n for n in names if names.count(n) > 1})
-
-
 class Inventory(Spec):
     """A deployment's whole contract."""
 
@@ -98,41 +95,11 @@ class Inventory(Spec):
     """Path or URL of the JSON Schema, for editors; ignored by the suite."""
 
     @model_validator(mode="after")
-    def _references_resolve(self) -> Inventory:
-        host_names = [h.name for h in self.hosts]
-        endpoint_names = [e.name for e in self.endpoints]
-        problems: list[str] = []
-        for kind, names in (("host", host_names), ("endpoint", endpoint_names)):
-            if dups := _duplicates(names):
-                problems.append(f"duplicate {kind} names: {dups}")
-        for host in self.hosts:
-            via = getattr(host.transport, "via", None)
-            if via is not None and via not in host_names:
-                problems.append(f"hosts '{host.name}': transport.via '{via}' is not a host; hosts: {host_names}")
-            if via == host.name:
-                problems.append(f"hosts '{host.name}': transport.via names the host itself")
-            health = host.gpus.health if host.gpus is not None else None
-            log_via = health.kernel_log_via if health is not None else None
-            if log_via is not None and (log_via not in host_names or log_via == host.name):
-                problems.append(f"hosts '{host.name}': gpus.health.kernel_log_via '{log_via}' is not another host; "
-                                f"hosts: {host_names}")
-        for ep in self.endpoints:
-            if ep.host is not None and ep.host not in host_names:
-                problems.append(f"endpoints '{ep.name}': host '{ep.host}' is not a host; hosts: {host_names}")
-        for section, gates in (("perf", self.perf), ("niah", self.niah), ("agentic", self.agentic)):
-            for gate in gates:
-                if gate.endpoint not in endpoint_names:
-                    problems.append(
-                        f"{section}: endpoint '{gate.endpoint}' is not an endpoint; endpoints: {endpoint_names}"
-                    )
-        if self.launch is not None:
-            for step in [*self.launch.start, *self.launch.stop]:
-                if step.host not in host_names:
-                    problems.append(f"launch step '{step.name or step.run[:40]}': host '{step.host}' is not a host")
-            if self.launch.ready.endpoint not in endpoint_names:
-                problems.append(f"launch.ready: endpoint '{self.launch.ready.endpoint}' is not an endpoint")
-        if problems:
-            raise ValueError("; ".join(problems))
+    def _references_resolve(self, info: ValidationInfo) -> Inventory:
+        if (info.context or {}).get("references") == "deferred":
+            return self  # parse_inventory reports them itself, each with its key path
+        if problems := reference_problems(self):
+            raise ValueError("; ".join(f"{where}: {reason}" for where, reason in problems))
         return self
 
     def host(self, name: str) -> HostSpec:
@@ -164,7 +131,7 @@ def _key_path(loc: tuple[int | str, ...], data: object) -> str:
             if isinstance(node, list) and item < len(node) and isinstance(node[item], dict):
                 name = node[item].get("name") or node[item].get("id")
                 if isinstance(name, str):
-                    label = f"{item}:{name}"
+                    label = f"{item}:{name if len(name) <= 40 else name[:40] + '…'}"
             parts.append(f"[{label}]")
             node = node[item] if isinstance(node, list) and item < len(node) else None
         else:
@@ -183,33 +150,53 @@ def _problems(error: ValidationError, data: object) -> list[tuple[str, str]]:
             reason = "unknown key (check its spelling; see inventories/inventory.schema.json)"
         elif err["type"] == "missing":
             reason = "required key is missing"
-        elif err["type"] in {"literal_error", "union_tag_invalid"}:
-            reason = f"{reason} (got {err.get('input')!r})"
+        elif err["type"] == "value_error":
+            reason = reason.removeprefix("Value error, ")
+        elif isinstance(value := err.get("input"), str | int | float) and str(value) not in reason:
+            shown = repr(value if not isinstance(value, str) or len(value) <= 80 else value[:80] + "…")
+            reason = f"{reason} (got {shown})"
         problems.append((_key_path(err["loc"], data), reason))
     return problems
 
 
 def parse_inventory(data: dict, source: str = "<inventory>") -> Inventory:
     """Validate already-parsed inventory data; raise InventoryError naming `source` and key paths."""
+    if problems := raw_problems(data, _key_path):
+        raise InventoryError(source, problems)
     try:
-        return Inventory.model_validate(data)
+        inventory = Inventory.model_validate(data, context={"references": "deferred"})
     except ValidationError as error:
         raise InventoryError(source, _problems(error, data)) from None
+    except RecursionError:
+        raise InventoryError(source, [("", "nested too deeply")]) from None
+    if problems := reference_problems(inventory):
+        raise InventoryError(source, problems)
+    return inventory
 
 
 def load_inventory(path: str | Path) -> Inventory:
-    """Read and validate an inventory TOML file."""
+    """Read and validate an inventory TOML file: the one validation pytest and `check-inventory` share."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise InventoryError(str(path), [("", "file not found")]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InventoryError(str(path), [("", f"cannot read: {error}")]) from None
+    except OSError as error:
+        raise InventoryError(str(path), [("", f"cannot read: {error.strerror or error}")]) from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise InventoryError(str(path), [("", "the file starts with a UTF-8 byte-order mark (BOM), which TOML does "
+                                          "not allow; save it as UTF-8 without BOM")])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InventoryError(str(path), [("", f"not UTF-8 (byte {error.start}: {raw[error.start:error.start + 1]!r}); "
+                                          "TOML files are UTF-8")]) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise InventoryError(str(path), [("", f"malformed TOML: {error}")]) from None
+    except RecursionError:
+        raise InventoryError(str(path), [("", "malformed TOML: nested too deeply")]) from None
     return parse_inventory(data, str(path))
 
 

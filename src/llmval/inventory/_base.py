@@ -1,4 +1,5 @@
-"""The common base of every inventory model: unknown keys are an error, never silently ignored."""
+"""The common base of every inventory model: unknown keys are an error, never silently ignored; no number
+may be infinite or NaN."""
 
 from __future__ import annotations
 
@@ -8,4 +9,5 @@ from pydantic import BaseModel, ConfigDict
 class Spec(BaseModel):
     """Base of inventory sections: frozen, strict about unknown keys, documented per field."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, allow_inf_nan=False,
+                              strict=True)

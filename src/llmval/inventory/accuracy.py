@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ._base import Spec
+from ._values import Name, Seconds
 
 
 class NiahSpec(Spec):
@@ -16,16 +17,16 @@ class NiahSpec(Spec):
     when every trial passes. Prompts are seeded from `seed`, so every run asks the same questions.
     """
 
-    endpoint: str
-    name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$")
+    endpoint: Name
+    name: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,64}$")
     """Optional label, added to test ids, when one endpoint has several grids."""
-    context_lengths: list[int] = []
+    context_lengths: list[Annotated[int, Field(le=2**24)]] = Field([], max_length=64)
     """Prompt lengths in tokens; empty: a spread up to the served max_model_len. A length that leaves no
     room for `max_tokens` under max_model_len is filled to max_model_len - max_tokens - margin_tokens."""
-    depths: list[float] = [0.0, 0.25, 0.5, 0.75, 1.0]
+    depths: list[float] = Field([0.0, 0.25, 0.5, 0.75, 1.0], max_length=101)
     """Needle positions as fractions of the haystack (0 = first sentence, 1 = after the last)."""
-    trials: int = Field(1, ge=1)
-    seed: int = 0
+    trials: int = Field(1, ge=1, le=1000)
+    seed: int = Field(0, ge=0, le=2**32 - 1)
     variants: list[Literal["plain", "hard", "prefix_cache"]] = ["plain"]
     """plain: one needle in generated prose; hard: one needle among needle-shaped distractors;
     prefix_cache: one needle per depth in one haystack, asked in separate requests sharing the prefix."""
@@ -33,15 +34,15 @@ class NiahSpec(Spec):
     """Needle value kinds: 7-digit numbers and/or UUID4s."""
     min_overall: float = Field(0.95, ge=0, le=1)
     """Minimum fraction of passing cells over the whole grid."""
-    all_pass_up_to: int | None = Field(None, ge=1)
+    all_pass_up_to: int | None = Field(None, ge=1, le=2**24)
     """Every cell at or below this context length must pass; misses above it only count in min_overall."""
-    smoke_context_lengths: list[int] = []
+    smoke_context_lengths: list[Annotated[int, Field(ge=1, le=2**24)]] = Field([], max_length=64)
     """Lengths (from the grid) whose cells also run in smoke; empty: NIAH is not part of smoke."""
-    max_tokens: int = Field(64, ge=8)
-    margin_tokens: int = Field(16, ge=0)
+    max_tokens: int = Field(64, ge=8, le=2**20)
+    margin_tokens: int = Field(16, ge=0, le=2**20)
     prompt_tokens_tolerance: float = Field(0.01, ge=0, le=0.5)
     """usage.prompt_tokens must be within this fraction of the calibrated /tokenize count."""
-    budget_s: float | None = Field(None, gt=0)
+    budget_s: Seconds | None = None
     """Wall-time bound of the grid; cells not started within it are errors (could not check)."""
 
     @field_validator("depths")
@@ -82,20 +83,20 @@ class AgenticSpec(Spec):
     asks for one tool call whose argument must be that value, exactly. A cell is one request, streamed or not.
     """
 
-    endpoint: str
-    name: str = Field("", pattern=r"^[A-Za-z0-9_.-]*$")
+    endpoint: Name
+    name: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,64}$")
     """Optional label, added to test ids, when one endpoint has several grids."""
-    context_lengths: list[int] = []
+    context_lengths: list[Annotated[int, Field(le=2**24)]] = Field([], max_length=64)
     """Prompt lengths in tokens (by the server's /tokenize, tools included); empty: a spread up to the served
     max_model_len. A length that leaves no room for `max_tokens` is filled to max_model_len - max_tokens - margin."""
-    depths: list[float] = [0.1, 0.5, 0.9]
+    depths: list[float] = Field([0.1, 0.5, 0.9], max_length=101)
     """Where the tool result holding the needle sits among the prior steps (0 = first, 1 = last)."""
     needles: list[NeedleKind] = ["config", "signature", "error_code"]
     """config: a key's value in one config file (same key in another file, an older revision);
     signature: a function's `def` line (same function in a legacy module, an older revision);
     error_code: the code one worker logged for one job (another worker, a rotated older log)."""
     modes: list[Literal["nonstream", "stream"]] = ["nonstream", "stream"]
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**32 - 1)
     tool_choice: Literal["auto", "required", "named"] = "auto"
     """How the final call is asked for: "auto" as agent clients do; "required" or "named" (the tool by name)
     constrain the call envelope, for models that do not choose tools on their own."""
@@ -110,14 +111,14 @@ class AgenticSpec(Spec):
     min_valid: float = Field(1.0, ge=0, le=1)
     """Minimum fraction of cells whose answer is one valid call to the asked tool (JSON, schema, not truncated,
     no markup leak), right value or not: what the parser and the transport owe whatever the model recalls."""
-    all_pass_up_to: int | None = Field(None, ge=1)
+    all_pass_up_to: int | None = Field(None, ge=1, le=2**24)
     """Every cell at or below this context length must pass; misses above it only count in min_overall.
     A prompt the server rejects as longer than its context fails its cell whatever the length."""
-    max_tokens: int = Field(256, ge=16)
-    margin_tokens: int = Field(16, ge=0)
+    max_tokens: int = Field(256, ge=16, le=2**20)
+    margin_tokens: int = Field(16, ge=0, le=2**20)
     prompt_tokens_tolerance: float = Field(0.01, ge=0, le=0.5)
     """usage.prompt_tokens must be within this fraction of the calibrated /tokenize count."""
-    budget_s: float | None = Field(None, gt=0)
+    budget_s: Seconds | None = None
     """Wall-time bound of the grid; cells not started within it are errors (could not check)."""
 
     @field_validator("depths")

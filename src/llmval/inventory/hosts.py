@@ -6,9 +6,26 @@ import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, model_validator
+from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator, model_validator
 
 from ._base import Spec
+from ._values import (
+    Address,
+    BusId,
+    ContainerName,
+    EnvKey,
+    GpuUuid,
+    HostPath,
+    ImageName,
+    InterfaceName,
+    Label,
+    Name,
+    Seconds,
+    Text,
+    UserName,
+    UserPath,
+    check_source,
+)
 
 
 class Source(Spec):
@@ -59,7 +76,7 @@ class LocalTransport(Spec):
     """Commands run on this machine."""
 
     kind: Literal["local"] = "local"
-    path_prepend: list[str] = []
+    path_prepend: list[UserPath] = Field([], max_length=64)
     """Directories put in front of PATH for this host's commands (tools installed outside PATH)."""
 
 
@@ -67,14 +84,14 @@ class SshTransport(Spec):
     """Commands run over one multiplexed ssh connection."""
 
     kind: Literal["ssh"] = "ssh"
-    address: str
-    """Host name or IP address."""
-    user: str = "root"
+    address: Address
+    """Host name or IP address (never starting with `-`: ssh would read it as an option)."""
+    user: UserName = "root"
     port: int = Field(22, ge=1, le=65535)
-    identity_file: str | None = None
-    ssh_config: str | None = None
+    identity_file: UserPath | None = None
+    ssh_config: UserPath | None = None
     """An ssh_config file to use instead of ~/.ssh/config."""
-    password_env: str | None = None
+    password_env: EnvKey | None = None
     """Name of the environment variable holding a password, if one is needed; never the password."""
 
 
@@ -82,8 +99,8 @@ class DockerTransport(Spec):
     """Commands run inside a docker container (docker exec), on this machine or on `via` over ssh."""
 
     kind: Literal["docker"] = "docker"
-    container: str
-    via: str | None = None
+    container: ContainerName
+    via: Name | None = None
     """Name of another host in the inventory that runs the docker daemon; this machine when absent."""
 
 
@@ -91,9 +108,9 @@ class PctTransport(Spec):
     """Commands run inside a Proxmox LXC container: ssh to the node, then `pct exec <id> -- sh -c ...`."""
 
     kind: Literal["pct"] = "pct"
-    via: str
+    via: Name
     """Name of the Proxmox node's host entry (an ssh host) in this inventory."""
-    container: int = Field(ge=100)
+    container: int = Field(ge=100, le=999_999_999)
     """The LXC container id (vmid)."""
 
 
@@ -121,11 +138,11 @@ class GpuHealthSpec(Spec):
     throttle_reasons: list[ThrottleReason] = ["hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
                                               "sw_thermal_slowdown"]
     """Clocks event reasons that fail `throttle` when active in two samples (sw_power_cap is normal under load)."""
-    xid_allowed: list[int] = []
+    xid_allowed: list[Annotated[int, Field(ge=0, le=1_000_000)]] = Field([], max_length=1024)
     """Xid codes that do not fail `xid` (e.g. 13/31/43, raised by applications); empty: every Xid fails."""
     kernel_log: Literal["auto", "journal", "dmesg"] = "auto"
     """Where Xid lines are read: `journalctl -k -b`, `dmesg`, or auto (the journal, else dmesg)."""
-    kernel_log_via: str | None = None
+    kernel_log_via: Name | None = None
     """Another inventory host whose kernel log holds this host's Xid lines (an LXC guest shares its node's kernel,
     whose log the guest cannot read)."""
     not_reported: list[HealthCheck] = []
@@ -144,8 +161,8 @@ class GpuHealthSpec(Spec):
 class GpuSpec(Spec):
     """The GPUs a host must show in nvidia-smi."""
 
-    count: int = Field(ge=0)
-    name: str | None = None
+    count: int = Field(ge=0, le=1024)
+    name: Label | None = None
     """Exact product name as nvidia-smi prints it."""
     compute_capability: str | None = Field(None, pattern=r"^\d+\.\d+$")
     """As `nvidia-smi --query-gpu=compute_cap` prints it: 12.0 for RTX PRO 6000, 12.1 for GB10."""
@@ -154,10 +171,10 @@ class GpuSpec(Spec):
     """The CUDA version the driver reports (nvidia-smi header)."""
     memory: Literal["reported", "not_reported"] = "reported"
     """GB10 (unified memory) reports memory.total as [N/A]; say `not_reported` to accept that."""
-    memory_total_mib_min: int | None = None
-    uuids: list[str] | None = None
+    memory_total_mib_min: int | None = Field(None, ge=0, le=2**31)
+    uuids: list[GpuUuid] | None = Field(None, max_length=1024)
     """Exact set of GPU UUIDs, where the split matters."""
-    bus_ids: list[str] | None = None
+    bus_ids: list[BusId] | None = Field(None, max_length=1024)
     """Exact set of PCI bus ids, where the split matters (nvidia-smi form, 00000000:01:00.0)."""
     p2p: Literal["supported", "unsupported"] | None = None
     """Peer-to-peer reads between every pair of GPUs (`nvidia-smi topo -p2p r`): all OK, or none OK. Declare
@@ -169,9 +186,9 @@ class GpuSpec(Spec):
 class GuestSplit(Spec):
     """GPUs a Proxmox guest (LXC container or VM) must own, by PCI bus id."""
 
-    id: int = Field(ge=100)
+    id: int = Field(ge=100, le=999_999_999)
     kind: Literal["lxc", "vm"]
-    bus_ids: list[str]
+    bus_ids: list[BusId] = Field(min_length=1, max_length=1024)
     """Bus ids of the GPUs passed to this guest."""
     driver: Literal["nvidia", "vfio-pci"]
     """Kernel driver the host must have bound to these GPUs (nvidia for LXC, vfio-pci for a VM)."""
@@ -180,20 +197,35 @@ class GuestSplit(Spec):
 class ProxmoxSpec(Spec):
     """The GPU split of a Proxmox node between its guests."""
 
-    guests: list[GuestSplit]
+    guests: list[GuestSplit] = Field(max_length=1024)
+
+    @model_validator(mode="after")
+    def _one_owner_per_gpu(self) -> ProxmoxSpec:
+        owners: dict[str, list[str]] = {}
+        for guest in self.guests:
+            for bus_id in guest.bus_ids:
+                owners.setdefault(bus_id.lower().removeprefix("0000"), []).append(f"{guest.kind} {guest.id}")
+        if shared := {bus: who for bus, who in owners.items() if len(who) > 1}:
+            raise ValueError(f"a GPU can belong to one guest only; bus ids given to several: {shared}")
+        if len(ids := [g.id for g in self.guests]) != len(set(ids)):
+            raise ValueError(f"guest ids repeat: {ids}")
+        return self
 
 
 class InterfaceSpec(Spec):
     """A network interface that must be up with an address in a subnet."""
 
-    name: str
-    subnet: str
+    name: InterfaceName
+    subnet: str = Field(max_length=64)
     """CIDR, e.g. 192.168.200.0/24."""
     kind: Literal["ethernet", "roce", "ib", "loopback"] = "ethernet"
 
     @model_validator(mode="after")
     def _subnet_is_cidr(self) -> InterfaceSpec:
-        ipaddress.ip_network(self.subnet, strict=False)
+        try:
+            ipaddress.ip_network(self.subnet, strict=False)
+        except ValueError as error:
+            raise ValueError(f"subnet: {error}") from None
         return self
 
 
@@ -203,10 +235,16 @@ class EnvSpec(Spec):
     source: EnvSource
     """Where to read it: `systemd:<unit>`, `docker:<container>`, or `process:<pgrep -f pattern>` (the serving
     process: among the matches, the one with no matching descendant, the longest-running of those)."""
-    required: dict[str, str] = {}
+    required: dict[EnvKey, Text] = Field({}, max_length=1024)
     """Variables that must be set to exactly these values."""
-    forbidden: list[str] = []
+    forbidden: list[EnvKey] = Field([], max_length=1024)
     """Variables that must not be set."""
+
+    @field_validator("source")
+    @classmethod
+    def _source_value_fits_its_kind(cls, value: Source) -> Source:
+        check_source(str(value), ("systemd", "docker", "process"))
+        return value
 
 
 class NcclSpec(Spec):
@@ -222,44 +260,64 @@ class NcclSpec(Spec):
     p2p_disabled: bool = False
     """The log must show `NCCL_P2P_DISABLE set by environment to 1`."""
 
+    @field_validator("log")
+    @classmethod
+    def _log_value_fits_its_kind(cls, value: Source) -> Source:
+        check_source(str(value), ("file", "journal", "docker"))
+        return value
+
 
 class ServiceSpec(Spec):
     """A systemd unit or docker container that must (or must not) be running."""
 
     kind: Literal["systemd", "docker"]
     name: str
+    """The unit (systemd) or container (docker) name."""
     state: Literal["running", "absent"] = "running"
     """`absent`: must not be running (e.g. the stale GLM container)."""
     enabled: bool | None = None
     """systemd only: must be enabled (starts after a reboot)."""
-    image: str | None = None
+    image: ImageName | None = None
     """docker only: the image the container must run from."""
-    why: str = ""
+    why: Text = ""
     """Why this matters, quoted in the failure message."""
+
+    @model_validator(mode="after")
+    def _name_fits_kind(self) -> ServiceSpec:
+        check_source(f"{self.kind}:{self.name}", ("systemd", "docker"))
+        return self
 
 
 class ModelFileSpec(Spec):
     """Model files that must exist, identical on every host that declares the same group."""
 
-    path: str
-    group: str | None = None
+    path: HostPath
+    """Absolute path of a file or folder (on a local host, relative to the working directory is allowed)."""
+    group: Name | None = None
     """Hosts naming the same group must hold byte-identical files (size and sha256)."""
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     """Expected sha256 of a single file, when `path` is a file."""
-    min_bytes: int | None = None
+    min_bytes: int | None = Field(None, ge=0, le=2**60)
     """Minimum total size of the files under `path`."""
-    hash_timeout_s: float = Field(3600, gt=0)
+    hash_timeout_s: Seconds = 3600
     """Timeout of the sha256 pass on one host (a 119 GB model takes minutes; unchanged files come from the cache)."""
 
 
 class RaySpec(Spec):
     """A Ray cluster this host is the head of."""
 
-    alive_nodes: int = Field(ge=1)
-    gpus_per_node: float = Field(1, ge=0)
-    address: str | None = None
+    alive_nodes: int = Field(ge=1, le=100_000)
+    gpus_per_node: float = Field(1, ge=0, le=1024)
+    address: Label | None = None
     run_in: RunInSource | None = None
     """`docker:<container>` when ray lives inside a container on this host."""
+
+    @field_validator("run_in")
+    @classmethod
+    def _run_in_value_fits_its_kind(cls, value: Source | None) -> Source | None:
+        if value is not None:
+            check_source(str(value), ("docker",))
+        return value
 
 
 class GpuProcessSpec(Spec):
@@ -267,21 +325,21 @@ class GpuProcessSpec(Spec):
 
     stack: Literal["up", "down"] = "up"
     """`down`: nothing may hold /dev/nvidia*. `up`: only the serving processes (`allowed`, `allowed_units`)."""
-    allowed: list[str] = []
+    allowed: list[Label] = Field([], max_length=1024)
     """Process names (as fuser prints them) allowed to hold the GPUs while the stack is up."""
-    allowed_units: list[str] = []
+    allowed_units: list[Label] = Field([], max_length=1024)
     """systemd units (or docker scopes) whose processes may hold the GPUs while the stack is up."""
-    cleanup_hint: str = ""
+    cleanup_hint: Text = ""
     """How to clear leftovers (quoted in the failure), e.g. the zombie-worker rule of the platform."""
 
 
 class HostSpec(Spec):
     """One host: how to reach it and what must be true on it."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    platform: str
+    name: Name
+    platform: Label
     """Name of the platform (a group of hosts serving together) this host belongs to."""
-    role: str = ""
+    role: Text = ""
     transport: Transport = LocalTransport()
     timeout_s: float = Field(20, gt=0, le=3600)
     """Per-command timeout; a host that hangs fails its checks after this, without blocking others."""
@@ -299,3 +357,11 @@ class HostSpec(Spec):
     gpu_processes: GpuProcessSpec | None = None
     smoke: bool = True
     """Include this host in smoke runs."""
+
+    @model_validator(mode="after")
+    def _remote_paths_are_absolute(self) -> HostSpec:
+        if self.transport.kind != "local":
+            relative = [m.path for m in self.model_files if not m.path.startswith("/")]
+            if relative:
+                raise ValueError(f"model_files paths on a {self.transport.kind} host must be absolute: {relative}")
+        return self

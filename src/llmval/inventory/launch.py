@@ -21,10 +21,12 @@ writing its own `[launch]` section.
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from pydantic import Field, field_validator
 
 from ._base import Spec
+from ._values import EnvKey, Name, Seconds, Text, check_source
 
 WATCH_RE = re.compile(
     r"^(?:process|(?P<kind>systemd|docker|file):(?P<target>[^@\s]+)@(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]*))$"
@@ -38,10 +40,10 @@ class WaitSpec(Spec):
     With no condition set, the step is repeated until it exits with a code in `ok_rc`.
     """
 
-    interval_s: float = Field(2, gt=0)
-    ray_alive_nodes: int | None = Field(None, ge=1)
+    interval_s: Seconds = 2
+    ray_alive_nodes: int | None = Field(None, ge=1, le=100_000)
     """The command prints `ray status`; at least this many nodes must be listed as active/healthy."""
-    gpu_memory_used_mib_max: int | None = Field(None, ge=0)
+    gpu_memory_used_mib_max: int | None = Field(None, ge=0, le=2**31)
     """The command prints `nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits`;
     every GPU must use at most this much (the idle level: nothing of ours holds GPU memory)."""
 
@@ -49,20 +51,21 @@ class WaitSpec(Spec):
 class StepSpec(Spec):
     """One command of a launch or teardown sequence."""
 
-    host: str
+    host: Name
     """Inventory host the command runs on (through that host's transport)."""
-    run: str
+    run: Annotated[Text, Field(min_length=1)]
     """The shell command, sent exactly as written (plus `env` as a `K=V` prefix)."""
     background: bool = False
     """Local hosts only: start it as a long-running process owned by the suite (its log kept)."""
-    name: str = ""
-    timeout_s: float = Field(120, gt=0)
+    name: Annotated[Text, Field(max_length=200)] = ""
+    timeout_s: Seconds = 120
     """Limit for one run of the command; for a `wait` step, for the whole wait."""
-    ok_rc: list[int] = [0]
+    ok_rc: list[Annotated[int, Field(ge=0, le=255)]] = Field([0], min_length=1, max_length=256)
     """Exit codes that count as success (e.g. [0, 1] for `pkill`, which exits 1 when nothing matched)."""
     destructive: bool = False
     """Kills or restarts something beyond our own stack; skipped (and said so) without --allow-destructive."""
-    env: dict[str, str] = {}
+    env: dict[EnvKey, Text] = Field({}, max_length=1024)
+    """Environment variables of the command (names are identifiers: they are pasted into a shell line)."""
     wait: WaitSpec | None = None
     """Repeat the command until the condition holds (bounded polling, never a sleep)."""
 
@@ -75,14 +78,14 @@ class StepSpec(Spec):
 class ReadinessSpec(Spec):
     """When a launched stack counts as ready, and when to give up."""
 
-    endpoint: str
+    endpoint: Name
     """The endpoint whose `path` must answer 200."""
-    path: str = Field("/health", pattern=r"^/")
-    timeout_s: float = Field(600, gt=0)
-    no_progress_s: float = Field(120, gt=0)
+    path: str = Field("/health", pattern=r"^/[!-~]{0,2047}$")
+    timeout_s: Seconds = 600
+    no_progress_s: Seconds = 120
     """A watched log that says nothing new for this long is a hang (e.g. stuck after NCCL channel setup)."""
-    interval_s: float = Field(2, gt=0)
-    crash_loop_restarts: int = Field(2, ge=1)
+    interval_s: Seconds = 2
+    crash_loop_restarts: int = Field(2, ge=1, le=1000)
     """A systemd unit or container restarting this many times while waiting is a crash loop."""
     watch: list[str] = []
     """Where to read progress, crashes and restarts while waiting. Our own background steps are always
@@ -99,6 +102,9 @@ class ReadinessSpec(Spec):
         if bad:
             raise ValueError(f"unknown watch source(s) {bad}; valid: 'process', 'systemd:<unit>@<host>', "
                              "'docker:<container>@<host>', 'file:<path>@<host>'")
+        for source in value:
+            if source != "process":
+                check_source(source.rpartition("@")[0], ("systemd", "docker", "file"))
         return value
 
 
@@ -109,13 +115,13 @@ class LaunchSpec(Spec):
     must succeed when there is nothing to stop (list the "nothing to do" exit codes in `ok_rc`).
     """
 
-    preflight: list[StepSpec] = []
+    preflight: list[StepSpec] = Field([], max_length=256)
     """Checks that must pass before anything starts (a unit already active, a container name taken, GPUs
     not idle). A failing check starts nothing, so teardown has nothing of ours to stop and touches nothing."""
-    start: list[StepSpec]
-    stop: list[StepSpec]
+    start: list[StepSpec] = Field(max_length=256)
+    stop: list[StepSpec] = Field(max_length=256)
     ready: ReadinessSpec
-    term_grace_s: float = Field(15, gt=0)
+    term_grace_s: Seconds = 15
     """Teardown: how long our background processes get after SIGTERM before their group is SIGKILLed."""
 
     def watch_hosts(self) -> list[str]:

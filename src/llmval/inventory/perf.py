@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from ._base import Spec
+from ._values import Name
 
 
 class PerfSpec(Spec):
@@ -16,31 +17,31 @@ class PerfSpec(Spec):
     unique per request and per run, `output_len` tokens with EOS ignored, and a pinned temperature.
     """
 
-    endpoint: str
-    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    endpoint: Name
+    name: Name | None = None
     """Test-id label; needed only when one endpoint has several [[perf]] sections (default: the endpoint)."""
-    input_len: int = Field(256, ge=8)
-    output_len: int = Field(128, ge=2)
-    temperature: float = Field(0.0, ge=0)
+    input_len: int = Field(256, ge=8, le=2**24)
+    output_len: int = Field(128, ge=2, le=2**24)
+    temperature: float = Field(0.0, ge=0, le=100)
     """Pinned sampling temperature (servers' defaults differ, and speculative acceptance depends on it)."""
     ignore_eos: bool = True
     """Send `ignore_eos` so every request generates `output_len` tokens (vLLM and SGLang honour it)."""
-    warmup_requests: int = Field(2, ge=0)
-    c1_requests: int = Field(10, ge=2)
+    warmup_requests: int = Field(2, ge=0, le=10_000)
+    c1_requests: int = Field(10, ge=2, le=100_000)
     """Measured requests of the C=1 run (the median TPOT needs 10-20)."""
-    requests_per_concurrency: int = Field(4, ge=1)
+    requests_per_concurrency: int = Field(4, ge=1, le=10_000)
     """k in k·C requests run at concurrency C."""
-    decode_tok_s_c1_min: float | None = Field(None, gt=0)
+    decode_tok_s_c1_min: float | None = Field(None, gt=0, le=1e7)
     """Minimum decode tok/s of one stream (1000 / median TPOT at concurrency 1)."""
-    throughput_concurrency: int | None = Field(None, ge=1)
-    output_tok_s_min: float | None = Field(None, gt=0)
+    throughput_concurrency: int | None = Field(None, ge=1, le=100_000)
+    output_tok_s_min: float | None = Field(None, gt=0, le=1e9)
     """Minimum output throughput at `throughput_concurrency`."""
-    ttft_p99_ms_max: float | None = Field(None, gt=0)
-    ttft_concurrency: int = Field(1, ge=1)
+    ttft_p99_ms_max: float | None = Field(None, gt=0, le=86_400_000)
+    ttft_concurrency: int = Field(1, ge=1, le=100_000)
     """Concurrency of the run whose TTFT p99 is gated (1, or `throughput_concurrency`)."""
     baseline_tolerance: float = Field(0.10, ge=0, lt=1)
     """Allowed relative regression against the stored baseline."""
-    quoted_tok_s: float | None = None
+    quoted_tok_s: float | None = Field(None, ge=0, le=1e9)
     """The number the owners quote (e.g. 277 tok/s on kpro6), for the status document."""
     request_rates: list[float] = Field(default_factory=list)
     """A sweep over request rates (req/s, Poisson arrivals as `vllm bench serve --request-rate`); one run each."""

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from ._base import Spec
+from ._values import Label, Name, Text
 
 CHECK_PATTERN = r"^[a-z0-9_*?\[\]-]+(\.[a-z0-9_*?\[\]-]+)+$"
 
@@ -22,14 +23,14 @@ class DecisionSpec(Spec):
     guarded_by=["serving.speculative.num_steps", "perf.decode.tok_s_c1"])`
     """
 
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    decision: str
-    rationale: str
-    platform: str = ""
+    id: Name
+    decision: Text
+    rationale: Text
+    platform: Text = ""
     """The platform the decision applies to; empty: the whole deployment."""
-    guarded_by: list[str] = []
+    guarded_by: list[Label] = Field([], max_length=1024)
     """Check names (e.g. serving.speculative.num_steps) that fail if the decision is undone; `*` globs allowed."""
-    revisit_when: str = ""
+    revisit_when: Text = ""
     """What would make the decision worth revisiting (e.g. "SGLang multi-node fixed")."""
 
 
@@ -41,32 +42,33 @@ class BlockerSpec(Spec):
     revisit <revisit>".
     """
 
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    reason: str
-    check: str = Field(pattern=CHECK_PATTERN)
+    id: Name
+    reason: Text
+    check: str = Field(pattern=CHECK_PATTERN, max_length=256)
     """The check name that shows the blocker, e.g. hosts.nccl.p2p (`*` globs allowed)."""
-    subject: str = ""
+    subject: Text = ""
     """Only verdicts on this host or endpoint (glob); empty: any subject."""
-    test: str = ""
+    test: Text = ""
     """Only tests whose node id matches this glob (e.g. `*test_nccl*`); empty: any test stating the check."""
-    platform: str = ""
-    revisit: str = ""
+    platform: Text = ""
+    revisit: Text = ""
     """The id of the decision to revisit when the blocker lifts."""
-    workaround: str = ""
+    workaround: Text = ""
     """What the deployment does instead, for the status document."""
 
 
 class DeploymentSpec(Spec):
     """The deployment as a whole: what it is for and the rules it lives under."""
 
-    name: str
-    goal: str = ""
-    constraints: list[str] = []
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+    """Used in file names (history, junit suite): letters, digits, `_` and `-`, at most 64."""
+    goal: Text = ""
+    constraints: list[Text] = Field([], max_length=1024)
     kind: Literal["production", "lab", "replay"] = "production"
-    next_steps: list[str] = []
+    next_steps: list[Text] = Field([], max_length=1024)
     """Declared next steps; the status document adds the ones the run implies (failures, lifted blockers)."""
-    critical_context: list[str] = []
+    critical_context: list[Text] = Field([], max_length=1024)
     """Declared facts that are not measured by any check (model architecture, topology notes)."""
-    relevant_files: dict[str, list[str]] = {}
+    relevant_files: dict[Name, list[Text]] = {}
     """Host name → paths that matter on it (unit files, launch scripts, logs); shown beside the paths the
     run itself checked."""

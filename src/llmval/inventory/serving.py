@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, HttpUrl
+from pydantic import Field, HttpUrl, field_validator
 
 from ._base import Spec
+from ._values import BaseUrlText, EnvKey, Label, Name, Rate, Seconds, check_source
 
 
 class SpeculativeSpec(Spec):
     """Speculative decoding as the engine must report it."""
 
-    algorithm: str
+    algorithm: Label
     """As the engine reports it (SGLang rewrites NEXTN to EAGLE)."""
-    num_steps: int | None = Field(None, ge=1)
-    eagle_topk: int | None = Field(None, ge=1)
-    num_draft_tokens: int | None = Field(None, ge=1)
-    accept_length_min: float | None = Field(None, ge=0)
+    num_steps: int | None = Field(None, ge=1, le=1024)
+    eagle_topk: int | None = Field(None, ge=1, le=1024)
+    num_draft_tokens: int | None = Field(None, ge=1, le=65536)
+    accept_length_min: float | None = Field(None, ge=0, le=1024)
     """Lower bound of the mean acceptance length measured over this run's own traffic."""
-    accept_length_max: float | None = Field(None, ge=0)
+    accept_length_max: float | None = Field(None, ge=0, le=1024)
 
 
 class ServingExpect(Spec):
@@ -27,14 +28,14 @@ class ServingExpect(Spec):
 
     kv_cache_dtype: Literal["bfloat16", "float16", "float32", "fp8", "auto"] | None = None
     """The KV cache dtype that must be in use. FP8 evidence fails a bfloat16 expectation."""
-    dtype: str | None = None
+    dtype: Label | None = None
     """Model (activation) dtype, e.g. bfloat16."""
-    attention_backend: str | None = None
+    attention_backend: Label | None = None
     speculative: SpeculativeSpec | None = None
-    tool_call_parser: str | None = None
-    reasoning_parser: str | None = None
-    tensor_parallel_size: int | None = Field(None, ge=1)
-    nodes: int | None = Field(None, ge=1)
+    tool_call_parser: Label | None = None
+    reasoning_parser: Label | None = None
+    tensor_parallel_size: int | None = Field(None, ge=1, le=4096)
+    nodes: int | None = Field(None, ge=1, le=4096)
     """Nodes the tensor-parallel group spans (Ray on the Sparks)."""
     distributed_executor_backend: Literal["ray", "mp", "uni"] | None = None
 
@@ -49,17 +50,17 @@ class ToolCallGates(Spec):
     """`strict`: tools sent with `"strict": true` (schema-constrained arguments); `free`: without."""
     tool_choice: Literal["auto", "required", "named"] = "auto"
     """How the catalogue asks for calls; `auto` exercises the engine's tool parser as agent clients do."""
-    cases_per_category: int = Field(4, ge=1)
+    cases_per_category: int = Field(4, ge=1, le=1000)
     """Cases per category (large_string: one per size in `large_argument_kib`); each runs non-streamed and
     streamed, so a cell has 2 x cases samples."""
-    parallel_calls: int = Field(5, ge=2)
-    large_argument_kib: list[int] = [8, 32, 64]
+    parallel_calls: int = Field(5, ge=2, le=128)
+    large_argument_kib: list[Annotated[int, Field(ge=1, le=16384)]] = Field([8, 32, 64], max_length=32)
     """Sizes of the large-string cases; the seeds' truncation bug shows at 8-64 KiB."""
-    min_validity: dict[str, float] = {}
+    min_validity: dict[Label, Rate] = {}
     """Minimum share of valid answers (JSON object, schema-valid, untruncated, no markup leak, stream = non-stream)."""
-    min_accuracy: dict[str, float] = {}
+    min_accuracy: dict[Label, Rate] = {}
     """Minimum share of answers with exactly the requested calls (tests/accuracy; keys as min_validity)."""
-    default_min_validity: float = Field(1.0, ge=0, le=1)
+    default_min_validity: Rate = 1.0
 
     def gate(self, kind: Literal["validity", "accuracy"], variant: str, category: str) -> float | None:
         """The threshold for one cell; None for accuracy when no key applies."""
@@ -73,22 +74,22 @@ class ToolCallGates(Spec):
 class EndpointSpec(Spec):
     """One OpenAI-compatible serving endpoint."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    platform: str
-    base_url: HttpUrl
+    name: Name
+    platform: Label
+    base_url: Annotated[HttpUrl, BaseUrlText]
     """Root URL without /v1, e.g. http://127.0.0.1:8000."""
     engine: Literal["sglang", "vllm", "openai"]
-    model: str
+    model: Label
     """The model id /v1/models must list, exactly."""
-    max_model_len: int | None = Field(None, ge=1)
-    api_key_env: str | None = None
+    max_model_len: int | None = Field(None, ge=1, le=2**31)
+    api_key_env: EnvKey | None = None
     """Name of the environment variable that holds the API key; never the key itself."""
-    host: str | None = None
+    host: Name | None = None
     """Inventory host whose logs belong to this endpoint (for log-based evidence)."""
     logs: str | None = None
     """Where the engine's log is: `file:<path>`, `journal:<unit>`, `docker:<container>`, or `launch` (the
     log the suite's own launch wrote)."""
-    request_timeout_s: float = Field(60, gt=0, le=86400)
+    request_timeout_s: Seconds = 60
     """Timeout of one request (a generation may take minutes on a big model)."""
     health_timeout_s: float = Field(5, gt=0, le=60)
     """Timeout of the health and readiness probes (GET /health): short, so a server that accepts connections
@@ -102,3 +103,8 @@ class EndpointSpec(Spec):
     reasoning: bool = False
     """The model emits reasoning that the reasoning parser must split off."""
     smoke: bool = True
+
+    @field_validator("logs")
+    @classmethod
+    def _logs_parse(cls, value: str | None) -> str | None:
+        return value if value is None else check_source(value, ("file", "journal", "docker"), bare=("launch",))

@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..contract import redact
 
 LAUNCH_ID_ENV = "LLMVAL_LAUNCH_ID"
 TERM_GRACE_S = 15.0
@@ -78,6 +81,24 @@ def launch_id_of(pid: int) -> str | None:
     return found[len(prefix):].decode("utf-8", "replace") if found else None
 
 
+def _copy_redacted(pipe, log_path: Path) -> None:
+    """Copy a process's output to its log as it comes, secrets removed, until the process closes it. Output is
+    written up to its last line end (`\\n`, or `\\r` of a progress bar), so a secret is never cut in two; a
+    line longer than 64 KiB is written as it is."""
+    pending = b""
+    with pipe, open(log_path, "ab") as log:
+        while chunk := pipe.read1(65536):
+            pending += chunk
+            cut = max(pending.rfind(b"\n"), pending.rfind(b"\r")) + 1
+            if cut == 0 and len(pending) < 65536:
+                continue
+            cut = cut or len(pending)
+            log.write(redact(pending[:cut].decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape"))
+            log.flush()
+            pending = pending[cut:]
+        log.write(redact(pending.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape"))
+
+
 @dataclass
 class BackgroundProcess:
     """A long-running local process the suite started and owns (leader of its own process group)."""
@@ -89,11 +110,13 @@ class BackgroundProcess:
     @classmethod
     def start(cls, name: str, command: str, log_path: Path, env: dict[str, str], launch_id: str,
               cwd: Path | None = None) -> BackgroundProcess:
-        """Start `command` through the shell in a new session, stdout+stderr appended to `log_path`."""
-        with open(log_path, "ab") as log:
-            process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd,
-                                       env={**os.environ, **env, LAUNCH_ID_ENV: launch_id})
+        """Start `command` through the shell in a new session, stdout+stderr appended to `log_path`, each line
+        redacted on the way (an engine prints its own `--api-key` and `'api_key': [...]` at start-up)."""
+        process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd,
+                                   env={**os.environ, **env, LAUNCH_ID_ENV: launch_id})
+        threading.Thread(target=_copy_redacted, args=(process.stdout, log_path), daemon=True,
+                         name=f"llmval-log-{name}").start()
         return cls(name, process, log_path)
 
     @property

@@ -17,6 +17,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -75,6 +76,18 @@ class LaunchSummary:
     skipped_destructive: list[str] = field(default_factory=list)
     processes: list[dict] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
+
+
+ENV_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_assignments(env: dict[str, str]) -> list[str]:
+    """`K='v'` words for a shell line; a key that is not an identifier is refused, never pasted (the inventory
+    refuses it at load too: `X;touch /tmp/p;Y` would run as a command)."""
+    bad = [k for k in env if not ENV_KEY_RE.fullmatch(k)]
+    if bad:
+        raise ValueError(f"environment variable names must be identifiers; got {bad!r}")
+    return [f"{k}={shlex.quote(v)}" for k, v in env.items()]
 
 
 def http_ok(url: str, timeout_s: float = 2.0) -> bool:
@@ -249,7 +262,7 @@ class Stack:
     # -- steps ----------------------------------------------------------------------------------------
 
     def _run_step(self, step: StepSpec, phase: str) -> None:
-        command = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in step.env.items()), step.run])
+        command = " ".join([*env_assignments(step.env), step.run])
         if step.destructive and not self.allow_destructive:
             self.summary.skipped_destructive.append(f"{phase}: [{step.host}] {step.label}")
             self._record(StepRecord(phase, step.host, step.label, command, "skipped"))
