@@ -85,9 +85,9 @@ def _local() -> dict:
         (lambda d: d["launch"]["start"][0]["env"].update({"X;touch /tmp/p;Y": "1"}),
          "launch.start[0:", "should match pattern"),
         (lambda d: d["hosts"][0]["env"].update(source="process:-x vllm"), "hosts[0:localhost].env.source",
-         "pgrep -f pattern"),
+         "may not start with '-'"),
         (lambda d: d["hosts"][0]["env"].update(source="proces:vllm"), "hosts[0:localhost].env.source",
-         "unknown source 'proces:vllm'"),
+         "'proces:vllm' is not one of"),
         (lambda d: d["endpoints"][0].update(logs="jornal:x"), "endpoints[0:local-vllm].logs", "unknown source"),
         (lambda d: d["hosts"][0]["model_files"][0].update(path="data\x00x"), "model_files[0].path", "NUL"),
         # secrets and URLs (issue 12.2)

@@ -58,7 +58,8 @@ def _checked_path(value: str) -> str:
     if not value:
         raise ValueError("is empty; give a path")
     if value.startswith("-"):
-        raise ValueError("starts with '-', so a command would read it as an option; give an absolute path")
+        raise ValueError(f"{value[:80]!r} starts with '-', so a command would read it as an option; give an "
+                         "absolute path")
     if "\x00" in value:
         raise ValueError("holds a NUL byte")
     return _no_control(value)
