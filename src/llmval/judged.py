@@ -83,10 +83,11 @@ FACTS: dict[str, dict[str, tuple[str, ...]]] = {
         "prompt_tokens_tolerance": ("accuracy.niah.prompt_tokens",),
     },
     "agentic": {
-        "context_lengths": ("accuracy.agentic.cell",),
+        "context_lengths": ("accuracy.agentic.cell", "accuracy.agentic.context_limit", "accuracy.agentic.http_error"),
         "min_overall": ("accuracy.agentic.min_overall",),
         "all_pass_up_to": ("accuracy.agentic.all_pass_up_to",),
         "prompt_tokens_tolerance": ("accuracy.agentic.prompt_tokens",),
+        "min_valid": ("accuracy.agentic.min_valid",),
     },
 }
 SETTINGS: dict[str, frozenset[str]] = {
@@ -101,7 +102,7 @@ SETTINGS: dict[str, frozenset[str]] = {
     "niah": frozenset({"endpoint", "name", "depths", "trials", "seed", "variants", "values", "smoke_context_lengths",
                        "max_tokens", "margin_tokens", "budget_s"}),
     "agentic": frozenset({"endpoint", "name", "depths", "needles", "modes", "seed", "tool_choice", "max_tokens",
-                          "margin_tokens", "budget_s"}),
+                          "margin_tokens", "budget_s", "strict_tools", "request_timeout_s"}),
 }
 JUDGING = (Cause.HELD, Cause.BROKEN, Cause.BLOCKED)
 
