@@ -189,11 +189,19 @@ def make_client(base_url: str, *, api_key_env: str | None = None, timeout_s: flo
 
 def make_async_client(base_url: str, *, api_key_env: str | None = None, timeout_s: float = 60,
                       recorder: Recorder | None = None, replay: Replay | None = None,
-                      max_connections: int = 256) -> httpx.AsyncClient:
-    """The async twin of make_client, for load generation."""
+                      max_connections: int = 256, asyncio_native: bool = False) -> httpx.AsyncClient:
+    """The async twin of make_client, for load generation.
+
+    `asyncio_native`: httpcore's pool on plain asyncio streams instead of anyio (`llmval.load._netbackend`):
+    fewer event-loop turns per request and per read, so many concurrent streams are timed closer to the wire.
+    """
     transport: httpx.AsyncBaseTransport
     if replay is not None:
         transport = AsyncReplayTransport(replay)
+    elif asyncio_native and recorder is None:
+        from .load._netbackend import asyncio_transport
+
+        transport = asyncio_transport(max_connections=max_connections)
     else:
         transport = httpx.AsyncHTTPTransport(retries=0, limits=httpx.Limits(max_connections=max_connections))
         if recorder is not None:
@@ -213,7 +221,7 @@ def endpoint_client(spec: EndpointSpec, *, recorder: Recorder | None = None, rep
 def endpoint_async_client(spec: EndpointSpec, *, max_connections: int = 256) -> httpx.AsyncClient:
     """The async twin of endpoint_client, for load generation (live only: perf is never recorded)."""
     return make_async_client(str(spec.base_url).rstrip("/"), api_key_env=spec.api_key_env,
-                             timeout_s=spec.request_timeout_s, max_connections=max_connections)
+                             timeout_s=spec.request_timeout_s, max_connections=max_connections, asyncio_native=True)
 
 
 def get_json(client: httpx.Client, path: str, *, endpoint: str, method: str = "GET",

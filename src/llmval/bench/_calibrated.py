@@ -12,9 +12,8 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
 from ..engines.base import EngineAdapter
+from ..http import make_async_client
 from ..load import Workload, run_load
 from ..load._parallel import run_load_parallel
 from ._source import Schedule, Truth
@@ -74,8 +73,9 @@ async def suite_measure(base_url: str, *, model: str, input_len: int, output_len
     """The suite's load generator, exactly as the perf gates run it; its result JSON."""
     workload = Workload(model=model, input_len=input_len, output_len=output_len, concurrency=case.concurrency,
                         num_requests=case.num_requests, warmup_requests=case.warmups)
-    limits = httpx.Limits(max_connections=case.concurrency + 2, max_keepalive_connections=case.concurrency + 2)
-    async with httpx.AsyncClient(base_url=base_url, timeout=timeout_s, limits=limits) as client:
+    # the client the perf gates use (llmval.http.endpoint_async_client): httpcore on plain asyncio streams
+    async with make_async_client(base_url, timeout_s=timeout_s, max_connections=case.concurrency + 2,
+                                 asyncio_native=True) as client:
         run = await run_load(client, workload, endpoint="calibration-source", engine=EngineAdapter)
     return run.as_json()
 

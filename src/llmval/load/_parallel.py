@@ -17,8 +17,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-import httpx
-
+from ..http import make_async_client
 from ._request import RequestRecord, completion_payload
 from ._runner import LoadRun, Workload, _run_batch
 from ._stats import compute_metrics
@@ -35,8 +34,8 @@ class _Share:
 
 def _worker(share: _Share, ready, go, results) -> None:
     async def main() -> tuple[list[RequestRecord], float]:
-        limits = httpx.Limits(max_connections=share.concurrency + 2, max_keepalive_connections=share.concurrency + 2)
-        async with httpx.AsyncClient(base_url=share.base_url, timeout=share.timeout_s, limits=limits) as client:
+        async with make_async_client(share.base_url, timeout_s=share.timeout_s,
+                                     max_connections=share.concurrency + 2, asyncio_native=True) as client:
             await _run_batch(client, share.warmups, share.concurrency, time.perf_counter)
             ready.wait()  # a barrier: every worker warmed up
             await asyncio.get_running_loop().run_in_executor(None, go.wait)
