@@ -87,10 +87,13 @@ def test_junit_names_follow_pytest():
         "tests.serving.test_model", "test_x[local-vllm-8343]")
 
 
-def test_wrong_model_replay_puts_serving_model_id_first_and_junit_carries_the_verdict(pytester):
+def test_wrong_model_replay_puts_serving_model_id_first_and_junit_carries_the_verdict(pytester, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "240")  # room for the -ra line's message
     result = run_contract(pytester, *SERVING_SMOKE, "--inventory",
-                          str(INVENTORIES / "serving-fault-wrong-model.toml"), "--replay", str(WRONG_MODEL))
+                          str(INVENTORIES / "serving-fault-wrong-model.toml"), "--replay", str(WRONG_MODEL), "-rfE")
     assert result.ret == ExitCode.CONTRACT_BROKEN
+    result.stdout.fnmatch_lines(["FAILED *test_served_model_matches_inventory* - serving.model.id "
+                                 "[[]local-vllm-8343[]] observed [[]'glm-4.7-flash'[]] (expected [[]'smollm2'[]])"])
     reports = pytester.path / "reports"
     failing = (reports / "status.md").read_text().split("### Failing")[1].split("### Blocked")[0]
     items = [line for line in failing.splitlines() if line.startswith("- ")]
