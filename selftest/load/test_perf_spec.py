@@ -14,7 +14,7 @@ BASE = {"deployment": {"name": "d", "kind": "lab", "goal": "g"},
 @pytest.mark.parametrize(("perf", "expected"), [
     ({"endpoint": "e", "output_tok_s_min": 10}, "needs throughput_concurrency"),
     ({"endpoint": "e", "throughput_concurrency": 8, "ttft_concurrency": 4}, "neither 1 nor throughput_concurrency"),
-    ({"endpoint": "nope"}, "endpoint 'nope' is not an endpoint"),
+    ({"endpoint": "nope"}, "'nope' is not an endpoint"),
     ({"endpoint": "e", "decode_tok_s_c1_mn": 5}, "unknown key"),
 ], ids=["throughput-without-c", "ttft-at-undeclared-c", "unknown-endpoint", "typo"])
 def test_inconsistent_perf_section_is_an_inventory_error(perf, expected):
