@@ -192,16 +192,17 @@ def make_async_client(base_url: str, *, api_key_env: str | None = None, timeout_
                       max_connections: int = 256, asyncio_native: bool = False) -> httpx.AsyncClient:
     """The async twin of make_client, for load generation.
 
-    `asyncio_native`: httpcore's pool on plain asyncio streams instead of anyio (`llmval.load._netbackend`):
-    fewer event-loop turns per request and per read, so many concurrent streams are timed closer to the wire.
+    `asyncio_native`: h11 on asyncio streams (`llmval.load._h11transport`) instead of httpcore: the request
+    is written with no event-loop turn after t0, as aiohttp does for `vllm bench serve`, so C requests started
+    together are each timed from their own start, not from the others' turns.
     """
     transport: httpx.AsyncBaseTransport
     if replay is not None:
         transport = AsyncReplayTransport(replay)
     elif asyncio_native and recorder is None:
-        from .load._netbackend import asyncio_transport
+        from .load._h11transport import H11Transport
 
-        transport = asyncio_transport(max_connections=max_connections)
+        transport = H11Transport()
     else:
         transport = httpx.AsyncHTTPTransport(retries=0, limits=httpx.Limits(max_connections=max_connections))
         if recorder is not None:
