@@ -199,3 +199,15 @@ def test_spark_endpoint_reads_the_log_its_launch_step_writes():
     assert kind == "file" and f"> {path} " in serve.run and endpoint.host == serve.host
     watched = {w for w in inventory.launch.ready.watch if w.startswith("file:")}
     assert watched == {f"file:{path}@{serve.host}"}
+
+
+def test_real_local_engine_with_compilation_config_keeps_its_non_default_args():
+    """REAL: vLLM 0.32.0 on CPU with --compilation-config prints enum reprs in `non-default args`; before issue 13
+    the dict became {} and the parser, speculative method and executor read as None / uni."""
+    log = (ROOT / "selftest" / "data" / "engines" / "REAL-vllm-0.32.0-cpu-ngram-spec.log").read_text()
+    assert "<CUDAGraphMode.NONE: 0>" in log and "<DynamicShapesType.BACKED: 'backed'>" in log
+    vllm = _adapter("vllm", log)
+    assert vllm.tool_call_parser().value == "hermes"
+    assert {k: f.value for k, f in vllm.speculative().items()} == {"algorithm": "ngram", "num_steps": 4}
+    assert vllm.log.non_default_args["compilation_config"]["cudagraph_mode"] == "CUDAGraphMode.NONE"
+    assert vllm.executor_backend().value == "uni" and vllm.nodes().value == 1
