@@ -22,6 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("paths", nargs="+")
     commands.add_parser("bench", add_help=False,
                         help="calibrate the perf instruments (--calibrated, --ceiling; see bench --help)")
+    snap = commands.add_parser("snapshot", help="read the deployment and write what it observed as an inventory")
+    snap.add_argument("--inventory", default="inventories/local.toml",
+                      help="where to look: its hosts, transports, endpoints (default: inventories/local.toml)")
+    snap.add_argument("--replay", action="append", default=[], metavar="DIR",
+                      help="answer from a recording instead of the live deployment (repeat to merge recordings)")
+    snap.add_argument("--out", default=None, metavar="FILE", help="write the observed inventory here")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # its own parser (`python -m llmval bench --help`)
         from .bench._cli import main as bench_main
@@ -31,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "schema":
         sys.stdout.write(inventory_json_schema())
         return 0
+    if args.command == "snapshot":
+        return _snapshot(args)
     status = 0
     for path in args.paths:
         try:
@@ -41,6 +49,32 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"{path}: ok ({len(inventory.hosts)} hosts, {len(inventory.endpoints)} endpoints)")
     return status
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .errors import LlmvalError
+    from .snapshot import diff, placeholder_paths, render_diff, take, write_toml
+
+    source = Path(args.inventory)
+    try:
+        _, snap = take(source, [Path(r) for r in args.replay])
+    except InventoryError as error:
+        print(error, file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    except LlmvalError as error:  # a recording folder that is not one
+        print(f"llmval snapshot: {error}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    print(render_diff(diff(snap, placeholder_paths(source.read_text(encoding="utf-8")))))
+    for what, why in snap.unread.items():
+        print(f"  could not read     {what}: {why}")
+    if args.out:
+        where = ", ".join(args.replay) if args.replay else "the live deployment"
+        Path(args.out).write_text(write_toml(snap.inventory(), f"written by `llmval snapshot` from {where}, "
+                                             f"looking where {source} says"), encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
