@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     snap.add_argument("--replay", action="append", default=[], metavar="DIR",
                       help="answer from a recording instead of the live deployment (repeat to merge recordings)")
     snap.add_argument("--out", default=None, metavar="FILE", help="write the observed inventory here")
+    init = commands.add_parser("init", help="scaffold an ops repo: inventory, CI workflow, systemd smoke timer")
+    init.add_argument("dir", nargs="?", default=".", help="the folder to write into (default: here)")
+    init.add_argument("--platform", required=True, choices=["sglang", "vllm", "openai"], help="the engine served")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # its own parser (`python -m llmval bench --help`)
         from .bench._cli import main as bench_main
@@ -39,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "snapshot":
         return _snapshot(args)
+    if args.command == "init":
+        return _init(args)
     status = 0
     for path in args.paths:
         try:
@@ -49,6 +54,23 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"{path}: ok ({len(inventory.hosts)} hosts, {len(inventory.endpoints)} endpoints)")
     return status
+
+
+def _init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .init import InitRefused, scaffold
+
+    try:
+        written = scaffold(Path(args.dir), args.platform)
+    except (InitRefused, OSError) as error:
+        print(f"llmval init: {error}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    for path in written:
+        print(f"wrote {path}")
+    print(f"next: edit {written[0]}, then `llmval check-inventory {written[0]}` and "
+          f"`llmval snapshot --inventory {written[0]}` to see what the deployment says")
+    return 0
 
 
 def _snapshot(args: argparse.Namespace) -> int:
