@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: setup engine smoke nightly selftest lint schema
 
-$(VENV)/.ready: pyproject.toml
+$(VENV)/.ready: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@

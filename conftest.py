@@ -1,18 +1,3 @@
-"""The root conftest only lists the suite's plugins (fixtures/); logic lives in src/llmval."""
-
-pytest_plugins = [
-    "fixtures.options",
-    "fixtures.blockers",
-    "fixtures.evidence",
-    "fixtures.targets",
-    "fixtures.hosts",
-    "fixtures.hostfacts",
-    "fixtures.serving",
-    "fixtures.engine",
-    "fixtures.launch",
-    "fixtures.ready",
-    "fixtures.reporting",
-    "fixtures.accuracy",
-    "fixtures.agentic",
-    "fixtures.perf",
-]
+"""The suite's plugins are registered by the `pytest11` entry point `llmval` (fixtures/, installed as
+`llmval.pytest_plugin`), in this checkout through its editable install, as in any repository that installs llmval.
+Logic lives in src/llmval."""

@@ -10,7 +10,8 @@ import pytest
 from selftest.launch.helpers import ROOT
 
 pytest_plugins = ["pytester"]
-PLUGINS = ["-p", "fixtures.options", "-p", "fixtures.hosts", "-p", "fixtures.launch"]
+PLUGINS = ["-p", "no:llmval", "-p", "llmval.pytest_plugin.options", "-p", "llmval.pytest_plugin.hosts",
+           "-p", "llmval.pytest_plugin.launch"]
 INVENTORY = str(ROOT / "selftest" / "data" / "inventories" / "launch-stub-server.toml")
 
 
@@ -24,7 +25,7 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """)
     pytester.makeini("[pytest]\nmarkers =\n    destructive: changes a host\n")
     return pytester.run(sys.executable, "-m", "pytest", *PLUGINS, "-p", "no:cacheprovider", "--inventory", INVENTORY,
-                        "--reports", str(pytester.path / "reports"), "-rs", *args, timeout=120)
+                        "--reports", str(pytester.path / "reports"), "-rs", "test_kills.py", *args, timeout=120)
 
 
 @pytest.fixture(autouse=True)
