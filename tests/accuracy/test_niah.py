@@ -5,8 +5,8 @@ A cell within `all_pass_up_to` must pass; a miss above it is an xfail that the o
 """
 
 import pytest
-
 from llmval.pytest_plugin.accuracy import niah_observed
+
 from llmval.needle.grid import prompt_token_offenders
 
 pytestmark = pytest.mark.accuracy
