@@ -41,7 +41,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_console_script_lists_its_commands(installed):
     out = subprocess.run([str(installed / "llmval"), "--help"], capture_output=True, text=True, timeout=60).stdout
-    for command in ("check-inventory", "schema"):
+    for command in ("check-inventory", "schema", "init", "snapshot", "bench"):
         assert command in out
 
 
