@@ -24,7 +24,7 @@ def _changes(inventory: Path, replays: list[Path]) -> dict[str, dict[str, object
     _, snap = take(inventory, replays)
     changes = diff(snap, placeholder_paths(inventory.read_text()))
     return {kind: {c.path: c.observed for c in changes if c.kind == kind}
-            for kind in ("filled", "differs", "added", "unanswered")}
+            for kind in ("filled", "differs", "added", "unanswered", "confirmed")}
 
 
 def test_placeholders_are_found_where_the_seed_marks_them():
@@ -84,3 +84,14 @@ def test_cli_writes_the_inventory_and_refuses_a_missing_recording(tmp_path, caps
     assert main(["snapshot", "--inventory", str(ROOT / "inventories" / "spark.toml"),
                  "--replay", str(tmp_path / "nope")]) == int(pytest.ExitCode.USAGE_ERROR)
     assert "not a folder" in capsys.readouterr().err
+
+
+def test_local_real_recording_confirms_the_served_model_and_engine_flags():
+    changes = _changes(ROOT / "inventories" / "local.toml", [REPLAYS / "local-smoke-real"])
+    assert changes["differs"] == {} and changes["filled"] == {}
+    confirmed = changes["confirmed"]
+    assert confirmed["endpoints[local-vllm].model"] == "smollm2"
+    assert confirmed["endpoints[local-vllm].max_model_len"] == 8192
+    assert confirmed["endpoints[local-vllm].expect.tool_call_parser"] == "hermes"
+    assert confirmed["endpoints[local-vllm].expect.kv_cache_dtype"] == "bfloat16"
+    assert confirmed["hosts[localhost].env.required"]["HF_HUB_OFFLINE"] == "1"  # type: ignore[index]

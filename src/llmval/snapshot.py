@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .engines import adapter_for, detect_engine, log_command
+from .engines import adapter_for, detect_engine, launch_log_path, log_command
 from .errors import CommandFailed, LlmvalError
 from .hostfacts import HostFacts
 from .http import endpoint_client
@@ -350,14 +350,22 @@ def take(inventory_path: Path, replays: list[Path] | None = None) -> tuple[Inven
             observe_host(snap, index, spec, facts, facts_of)
     for index, spec in enumerate(inventory.endpoints):
         client = endpoint_client(spec, replay=replay, timeout_s=min(spec.request_timeout_s, 30))
-        observe_endpoint(snap, index, spec, client, _log_reader(spec, facts_of))
+        observe_endpoint(snap, index, spec, client, _log_reader(spec, inventory, facts_of))
     return inventory, snap
 
 
-def _log_reader(spec: EndpointSpec, facts_of: Callable[[str], HostFacts]) -> Callable[[], str] | None:
-    if not spec.logs or not spec.host or spec.logs == "launch":
+def _log_reader(spec: EndpointSpec, inventory: Inventory,
+                facts_of: Callable[[str], HostFacts]) -> Callable[[], str] | None:
+    """The engine log as the contract reads it; `launch`: the log `--launch` keeps under ./reports/launch/."""
+    if not spec.logs or not spec.host:
         return None
-    command = log_command(spec.logs)
+    launch_path = None
+    if spec.logs == "launch":
+        steps = [s for s in (inventory.launch.start if inventory.launch else []) if s.background]
+        if not steps:
+            return None
+        launch_path = launch_log_path(steps[0].name or steps[0].run[:60], Path("reports"))
+    command = log_command(spec.logs, launch_path=launch_path)
 
     def read() -> str:
         result = facts_of(spec.host).connection.run(command)  # type: ignore[arg-type]
@@ -394,7 +402,8 @@ class Change:
 
 
 def diff(snap: Snapshot, placeholders: list[Path_]) -> list[Change]:
-    """What the snapshot changes in the declared inventory (values that agree are not listed)."""
+    """What the snapshot changes in the declared inventory; a declared value the deployment agrees with is one
+    `confirmed` change without a line of its own."""
     changes: list[Change] = []
     answered: set[Path_] = set()
     for obs in snap.observations:
@@ -403,6 +412,7 @@ def diff(snap: Snapshot, placeholders: list[Path_]) -> list[Change]:
         if owner is not None:
             answered.add(owner)
         if _agrees(obs.path, declared, obs.value) and owner is None:
+            changes.append(Change("confirmed", show(obs.path, snap.declared), declared, obs.value, obs.source))
             continue
         kind = "filled" if owner is not None else ("added" if declared is None else "differs")
         changes.append(Change(kind, show(obs.path, snap.declared), declared, obs.value, obs.source))
@@ -415,7 +425,8 @@ def diff(snap: Snapshot, placeholders: list[Path_]) -> list[Change]:
 def _agrees(path: Path_, declared: Any, observed: Any) -> bool:
     if declared == observed:
         return True
-    if isinstance(path[-1], str) and path[-1].endswith("_min") and declared is not None:
+    if isinstance(path[-1], str) and (path[-1].endswith("_min") or path[-1].startswith("min_")) \
+            and declared is not None:  # a floor: anything at or above it agrees
         try:
             return _version(observed) >= _version(declared)
         except (TypeError, ValueError):
@@ -432,7 +443,8 @@ def _version(value: Any) -> tuple:
 
 
 def render_diff(changes: list[Change]) -> str:
-    labels = {"filled": "placeholder filled", "differs": "DIFFERS", "added": "added", "unanswered": "not answered"}
+    labels = {"filled": "placeholder filled", "differs": "DIFFERS", "added": "added", "unanswered": "not answered",
+              "confirmed": "confirmed"}
     lines = []
     for kind in ("differs", "filled", "added", "unanswered"):
         for c in (c for c in changes if c.kind == kind):
