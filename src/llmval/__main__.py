@@ -1,7 +1,9 @@
 """`python -m llmval check-inventory FILE...` validates inventories with the same validation pytest runs
 (exit 0: all valid; 4: an invalid one, as pytest's usage error); `python -m llmval schema` prints the
 inventory's JSON Schema (committed as inventories/inventory.schema.json for editors); `python -m llmval bench`
-calibrates the perf instruments (`--calibrated`, `--ceiling`)."""
+calibrates the perf instruments (`--calibrated`, `--ceiling`); `llmval init DIR --platform P` scaffolds an ops
+repo; `llmval snapshot --inventory X [--replay DIR]... [--out FILE]` writes what the deployment shows as an
+inventory and prints the diff against X."""
 
 from __future__ import annotations
 

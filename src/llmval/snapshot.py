@@ -122,8 +122,8 @@ def placeholder_paths(text: str) -> list[Path_]:
 
 
 def _bracket_depth(text: str) -> int:
-    text = re.sub(r'"[^"]*"', "", text.split("#", 1)[0] if '"' not in text else re.sub(r"#[^\"]*$", "", text))
-    return text.count("[") - text.count("]")
+    code = re.sub(r'"[^"]*"', '""', text).split("#", 1)[0]  # strings and the comment hold no brackets
+    return code.count("[") - code.count("]")
 
 
 def show(path: Path_, data: dict) -> str:
