@@ -55,6 +55,8 @@ def test_spark_confirms_container_names_and_measures_the_model(tmp_path):
     assert changes["filled"]["hosts[spark2].model_files[0].min_bytes"] == 119966141329
     assert changes["filled"]["hosts[spark1].services[vllm-qwen35].name"] == "vllm-qwen35"
     assert changes["filled"]["endpoints[spark-vllm].max_model_len"] == 262144
+    assert changes["filled"]["hosts[spark1].ray.run_in"] == "docker:vllm-qwen35"
+    assert changes["confirmed"]["hosts[spark1].ray.alive_nodes"] == 2
     assert "endpoints[spark-vllm].base_url" in changes["unanswered"]
 
 
@@ -66,12 +68,13 @@ def test_a_declared_value_the_deployment_contradicts_is_shown(tmp_path):
     assert changes["differs"] == {"hosts[kpro6-ct129].gpus.compute_capability": "12.0"}
 
 
-def test_the_written_kpro6_inventory_is_valid_and_green_on_its_recording(pytester, tmp_path):
-    _, snap = take(ROOT / "inventories" / "kpro6.toml", KPRO6)
-    written = tmp_path / "kpro6-snapshot.toml"
+@pytest.mark.parametrize(("seed", "replays"), [("kpro6", KPRO6), ("spark", SPARK)])
+def test_the_written_inventory_is_valid_and_green_on_its_recording(seed, replays, pytester, tmp_path):
+    _, snap = take(ROOT / "inventories" / f"{seed}.toml", replays)
+    written = tmp_path / f"{seed}-snapshot.toml"
     written.write_text(write_toml(snap.inventory(), "test"))
     load_inventory(written)
-    result, outcomes = run_hosts(pytester, f"--inventory={written}", "--replay", str(KPRO6[0]), "-m", "hosts")
+    result, outcomes = run_hosts(pytester, f"--inventory={written}", "--replay", str(replays[0]), "-m", "hosts")
     assert result.ret == 0 and not not_passed(outcomes), not_passed(outcomes)
     assert sum(o == "passed" for o, _ in outcomes.values()) >= 20
 

@@ -14,6 +14,7 @@ probes of the engine adapters (`llmval.engines`), live, or answered from `--repl
 from __future__ import annotations
 
 import copy
+import ipaddress
 import re
 import tomllib
 from collections.abc import Callable
@@ -235,6 +236,29 @@ def observe_host(snap: Snapshot, index: int, spec: HostSpec, facts: HostFacts,
                 snap.observe((*path, "image"), info.image, f"{spec.name}: docker inspect {service.name}")
                 snap.observe((*path, "state"), "running" if info.is_running else None, f"{spec.name}: docker inspect")
     _observe_files(snap, at, spec, facts)
+    _observe_network(snap, at, spec, facts)
+
+
+def _observe_network(snap: Snapshot, at: Path_, spec: HostSpec, facts: HostFacts) -> None:
+    """Each declared interface's subnet (the declared one while an address lies in it), and Ray's alive nodes."""
+    links = _try(snap, f"{spec.name} interfaces", facts.links) if spec.interfaces else None
+    for i, interface in enumerate(spec.interfaces if links is not None else []):
+        link = links.get(interface.name)  # type: ignore[union-attr]
+        if link is None or not link.is_up:
+            snap.unread[f"{spec.name} interface {interface.name}"] = "absent" if link is None else link.operstate
+            continue
+        subnet = interface.subnet if link.addresses_in(interface.subnet) else next(
+            (str(ipaddress.ip_interface(a).network) for a in link.addresses if ipaddress.ip_interface(a).version == 4),
+            None)
+        snap.observe((*at, "interfaces", i, "subnet"), subnet, f"{spec.name}: ip -j addr ({', '.join(link.addresses)})")
+    if spec.ray is not None:
+        nodes = _try(snap, f"{spec.name} ray nodes", lambda: facts.ray_nodes(spec.ray.run_in))  # type: ignore[union-attr]
+        if nodes:
+            alive = [n for n in nodes if n.is_alive and n.gpus >= spec.ray.gpus_per_node]  # type: ignore[union-attr]
+            src = f"{spec.name}: ray list nodes ({len(nodes)} nodes)"
+            snap.observe((*at, "ray", "alive_nodes"), len(alive), src)
+            if spec.ray.run_in is not None:
+                snap.observe((*at, "ray", "run_in"), f"{spec.ray.run_in.kind}:{spec.ray.run_in.value}", src)
 
 
 def _only(values: list) -> Any:
