@@ -23,6 +23,7 @@ from .report import render_heatmap, write_grid_json
 from .runner import CellNotMeasured, NiahRunner
 from .scorer import Score, candidates, ruler_string_match_all, score_answer
 from .server import Answer, ServerTokenCounter, ask
+from .session import GridRunner, GridSession
 
 __all__ = [
     "Answer",
@@ -32,6 +33,8 @@ __all__ = [
     "CellNotMeasured",
     "CellResult",
     "GateVerdict",
+    "GridRunner",
+    "GridSession",
     "Needle",
     "NiahRunner",
     "Score",
