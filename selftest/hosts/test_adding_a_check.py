@@ -22,7 +22,7 @@ from ._contract import INVENTORIES, REPLAYS
 
 SECTION_RE = re.compile(r"^## Adding a host check\n(?P<body>.*?)^## ", re.M | re.S)
 STEP_RE = re.compile(r"^\d\. `(?P<path>[^`]+)`.*?\n\n```python\n(?P<code>.*?)```", re.M | re.S)
-FIELD_ANCHOR = "    count: int = Field(ge=0)\n"
+FIELD_ANCHOR = "    count: int = Field(ge=0, le=1024)\n"
 COPIED = ("src", "fixtures", "tests", "conftest.py", "pyproject.toml")
 
 

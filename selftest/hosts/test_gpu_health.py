@@ -255,5 +255,5 @@ def test_kernel_log_via_must_name_another_host(tmp_path):
     path = tmp_path / "inv.toml"
     path.write_text('[deployment]\nname = "x"\nkind = "lab"\ngoal = "g"\n\n[[hosts]]\nname = "ct"\nplatform = "p"\n'
                     '[hosts.gpus]\ncount = 1\n[hosts.gpus.health]\nkernel_log_via = "node"\n')
-    with pytest.raises(InventoryError, match="kernel_log_via 'node' is not another host"):
+    with pytest.raises(InventoryError, match="kernel_log_via: 'node' is not another host"):
         load_inventory(path)

@@ -31,10 +31,10 @@ class PerfSpec(Spec):
     """Measured requests of the C=1 run (the median TPOT needs 10-20)."""
     requests_per_concurrency: int = Field(4, ge=1, le=10_000)
     """k in k·C requests run at concurrency C."""
-    decode_tok_s_c1_min: float | None = Field(None, gt=0, le=1e7)
+    decode_tok_s_c1_min: float | None = Field(None, gt=0, le=1e12)
     """Minimum decode tok/s of one stream (1000 / median TPOT at concurrency 1)."""
     throughput_concurrency: int | None = Field(None, ge=1, le=100_000)
-    output_tok_s_min: float | None = Field(None, gt=0, le=1e9)
+    output_tok_s_min: float | None = Field(None, gt=0, le=1e12)
     """Minimum output throughput at `throughput_concurrency`."""
     ttft_p99_ms_max: float | None = Field(None, gt=0, le=86_400_000)
     ttft_concurrency: int = Field(1, ge=1, le=100_000)
