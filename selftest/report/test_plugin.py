@@ -161,7 +161,7 @@ def test_two_runs_on_the_engine_diff_a_renamed_model_and_a_raised_gate(pytester,
     assert "endpoints[local-vllm].model: smollm2 → smollm2-renamed (served model renamed)" in status
     assert re.search(r"perf\[local-vllm\]\.decode_tok_s_c1_min: [0-9.]+ → 100000(\.0)? \(gate raised\)", status)
     assert "passed → failed (broke)" in status
-    assert "❌ `serving.model.id` on local-vllm: expected [\"smollm2-renamed\"], observed [\"smollm2\"]" in status
+    assert "❌ `serving.model.id` on local-vllm: expected ['smollm2-renamed'], observed ['smollm2']" in status
 
 
 def run_model_checks(pytester: pytest.Pytester, inventory: Path) -> pytest.RunResult:
