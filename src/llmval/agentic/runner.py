@@ -18,7 +18,7 @@ from ..engines.base import EngineAdapter, StreamedChat
 from ..errors import LlmvalError
 from ..inventory import AgenticSpec
 from ..needle.grid import GateVerdict, evaluate_gates
-from ..needle.runner import CellNotMeasured
+from ..needle.runner import GridCells
 from ..toolcalls.validate import Answer
 from .grid import (
     AgenticCell,
@@ -40,8 +40,10 @@ LABELS = {"exact": "pass", "distractor": "distr.", "context_limit": "ctx limit",
           "split": "split", "wrong_argument": "wrong arg", "wrong_value": "MISS", "missing_argument": "no arg"}
 
 
-class AgenticRunner:
+class AgenticRunner(GridCells[AgenticCell, AgenticResult]):
     """Measures one [[agentic]] grid of one endpoint."""
+
+    label = "agentic"
 
     def __init__(self, spec: AgenticSpec, adapter: EngineAdapter, count: ToolsTokenCounter,
                  progress: Callable[[str], None] = lambda line: None):
@@ -57,32 +59,6 @@ class AgenticRunner:
     @property
     def grid(self) -> str:
         return grid_name(self.spec)
-
-    def cell(self, cell_id: str) -> AgenticCell:
-        for cell in self.cells:
-            if cell.id == cell_id:
-                return cell
-        raise KeyError(f"no agentic cell {cell_id!r}")
-
-    def measure(self, cell: AgenticCell) -> AgenticResult:
-        """The cell's result, measuring it now if this run has not yet."""
-        if cell.id not in self.results:
-            self.results[cell.id] = self._measure(cell)
-        result = self.results[cell.id]
-        if result.error is not None:
-            raise CellNotMeasured(f"[{self.endpoint.name}] agentic cell {cell.id}: {result.error}")
-        return result
-
-    def measure_all(self) -> list[AgenticResult]:
-        """Every cell (measuring the missing ones); raises if any could not be measured."""
-        for cell in self.cells:
-            if cell.id not in self.results:
-                self.results[cell.id] = self._measure(cell)
-        failed = [f"{r.cell.id}: {r.error}" for r in self.results.values() if r.error is not None]
-        if failed:
-            raise CellNotMeasured(f"[{self.endpoint.name}] {len(failed)} agentic cells could not be measured, so "
-                                  "the grid's gates cannot be judged:\n  " + "\n  ".join(failed[:10]))
-        return [self.results[c.id] for c in self.cells]
 
     def gates(self) -> list[GateVerdict]:
         """The inventory's gates over the whole grid (measuring what is missing)."""

@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import time
 from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
@@ -32,12 +33,68 @@ from .scorer import ruler_aggregate, score_answer
 from .server import ask
 
 
+class _HasId(Protocol):
+    id: str
+
+
+class _HasError(Protocol):
+    cell: Any
+    error: str | None
+
+
+CellT = TypeVar("CellT", bound=_HasId)
+ResultT = TypeVar("ResultT", bound=_HasError)
+
+
 class CellNotMeasured(LlmvalError):
-    """A NIAH cell could not be measured (the endpoint failed, or the grid's time budget was spent)."""
+    """A grid cell (NIAH or agentic) could not be measured (the endpoint failed, or the grid's time budget was spent)."""
 
 
-class NiahRunner:
+class GridCells(Generic[CellT, ResultT]):
+    """A grid's cells, each measured at most once per run (NIAH, agentic): a subclass sets `cells`, `results`,
+    `endpoint` and `label`, and measures one cell in `_measure`; a cell that could not be measured keeps its
+    error and asking for it again raises CellNotMeasured."""
+
+    label: str
+    cells: list[CellT]
+    results: dict[str, ResultT]
+    endpoint: EndpointSpec
+
+    def _measure(self, cell: CellT) -> ResultT:
+        raise NotImplementedError
+
+    def cell(self, cell_id: str) -> CellT:
+        for cell in self.cells:
+            if cell.id == cell_id:
+                return cell
+        raise KeyError(f"no {self.label} cell {cell_id!r}")
+
+    def measure(self, cell: CellT) -> ResultT:
+        """The cell's result, measuring it now if this run has not yet."""
+        key = cell.id
+        if key not in self.results:
+            self.results[key] = self._measure(cell)
+        result = self.results[key]
+        if result.error is not None:
+            raise CellNotMeasured(f"[{self.endpoint.name}] {self.label} cell {key}: {result.error}")
+        return result
+
+    def measure_all(self) -> list[ResultT]:
+        """Every cell (measuring the missing ones); raises if any could not be measured."""
+        for cell in self.cells:
+            if cell.id not in self.results:
+                self.results[cell.id] = self._measure(cell)
+        failed = [f"{r.cell.id}: {r.error}" for r in self.results.values() if r.error is not None]
+        if failed:
+            raise CellNotMeasured(f"[{self.endpoint.name}] {len(failed)} {self.label} cells could not be measured, "
+                                  "so the grid's gates cannot be judged:\n  " + "\n  ".join(failed[:10]))
+        return [self.results[c.id] for c in self.cells]
+
+
+class NiahRunner(GridCells[Cell, CellResult]):
     """Measures one [[niah]] grid of one endpoint."""
+
+    label = "NIAH"
 
     def __init__(self, spec: NiahSpec, endpoint: EndpointSpec, client: httpx.Client, count: TokenCounter,
                  progress: Callable[[str], None] = lambda line: None):
@@ -49,32 +106,6 @@ class NiahRunner:
         self._started_monotonic: float | None = None
         self._units: dict[tuple, int] = {}
         self.measure_s = 0.0
-
-    def cell(self, cell_id: str) -> Cell:
-        for cell in self.cells:
-            if cell.id == cell_id:
-                return cell
-        raise KeyError(f"no NIAH cell {cell_id!r}")
-
-    def measure(self, cell: Cell) -> CellResult:
-        """The cell's result, measuring it now if this run has not yet."""
-        if cell.id not in self.results:
-            self.results[cell.id] = self._measure(cell)
-        result = self.results[cell.id]
-        if result.error is not None:
-            raise CellNotMeasured(f"[{self.endpoint.name}] NIAH cell {cell.id}: {result.error}")
-        return result
-
-    def measure_all(self) -> list[CellResult]:
-        """Every cell (measuring the missing ones); raises if any could not be measured."""
-        for cell in self.cells:
-            if cell.id not in self.results:
-                self.results[cell.id] = self._measure(cell)
-        failed = [f"{r.cell.id}: {r.error}" for r in self.results.values() if r.error is not None]
-        if failed:
-            raise CellNotMeasured(f"[{self.endpoint.name}] {len(failed)} NIAH cells could not be measured, so the "
-                                  "grid's gates cannot be judged:\n  " + "\n  ".join(failed[:10]))
-        return [self.results[c.id] for c in self.cells]
 
     def _measure(self, cell: Cell) -> CellResult:
         if self._started_monotonic is None:  # the grid's clock starts with its first cell
