@@ -47,7 +47,8 @@ ResultT = TypeVar("ResultT", bound=_HasError)
 
 
 class CellNotMeasured(LlmvalError):
-    """A grid cell (NIAH or agentic) could not be measured (the endpoint failed, or the grid's time budget was spent)."""
+    """A grid cell (NIAH or agentic) could not be measured: the endpoint failed, or the grid's time budget was
+    spent."""
 
 
 class GridCells(Generic[CellT, ResultT]):
