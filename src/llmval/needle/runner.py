@@ -60,6 +60,9 @@ class GridCells(Generic[CellT, ResultT]):
     cells: list[CellT]
     results: dict[str, ResultT]
     endpoint: EndpointSpec
+    spec: Any
+    started: dt.datetime | None
+    measure_s: float
 
     def _measure(self, cell: CellT) -> ResultT:
         raise NotImplementedError
@@ -90,6 +93,21 @@ class GridCells(Generic[CellT, ResultT]):
             raise CellNotMeasured(f"[{self.endpoint.name}] {len(failed)} {self.label} cells could not be measured, "
                                   "so the grid's gates cannot be judged:\n  " + "\n  ".join(failed[:10]))
         return [self.results[c.id] for c in self.cells]
+
+    def _document_head(self, complete: bool) -> dict:
+        """The grid report's fields that every grid shares (the heatmap and status read them by name)."""
+        return {
+            "endpoint": self.endpoint.name,
+            "base_url": str(self.endpoint.base_url),
+            "model": self.endpoint.model,
+            "max_model_len": self.endpoint.max_model_len,
+            "spec": self.spec.model_dump(mode="json"),
+            "started": self.started.isoformat(timespec="seconds") if self.started else None,
+            "measure_s": round(self.measure_s, 1),
+            "complete": complete,
+            "lengths": sorted({c.length for c in self.cells}),
+            "depths": sorted({c.depth for c in self.cells}),
+        }
 
 
 class NiahRunner(GridCells[Cell, CellResult]):
@@ -158,16 +176,7 @@ class NiahRunner(GridCells[Cell, CellResult]):
         return {
             "schema_version": 1,
             "grid": self.cells[0].grid if self.cells else self.spec.endpoint,
-            "endpoint": self.endpoint.name,
-            "base_url": str(self.endpoint.base_url),
-            "model": self.endpoint.model,
-            "max_model_len": self.endpoint.max_model_len,
-            "spec": self.spec.model_dump(mode="json"),
-            "started": self.started.isoformat(timespec="seconds") if self.started else None,
-            "measure_s": round(self.measure_s, 1),
-            "complete": complete,
-            "lengths": sorted({c.length for c in self.cells}),
-            "depths": sorted({c.depth for c in self.cells}),
+            **self._document_head(complete),
             "cells": [{**_cell_json(r.cell), "is_pass": r.is_pass, "pass_rate": r.pass_rate, "error": r.error,
                        "trials": [dataclasses.asdict(t) for t in r.trials]} for r in measured],
             "summary": {
