@@ -12,7 +12,6 @@ import pytest
 
 from llmval.engines import adapter_for, parse_sglang_log, parse_vllm_log
 from llmval.engines.logs import Unparsed, parse_printed_dict
-from llmval.engines.sglang import is_release_version
 from llmval.errors import ParseError
 from llmval.inventory import EndpointSpec, load_inventory
 from llmval.launch import error_line
@@ -152,10 +151,6 @@ def test_sglang_source_build_reads_the_allocation_dtype(version):
     sglang = _adapter("sglang", POOLS, _sglang_info(version))
     sources = [e.source for e in sglang.kv_cache_evidence()]
     assert len(sources) == 2 and any("KV Cache is allocated" in s for s in sources)
-
-
-def test_sglang_dev_version_is_not_a_release():
-    assert not is_release_version("0.0.0.dev1+g4c5e1a2") and is_release_version("0.5.9")
 
 
 def test_sglang_target_and_draft_pools_are_one_source():

@@ -3,10 +3,13 @@ proven by at least two independent sources; any FP8 KV evidence fails with the e
 
 import pytest
 
+from llmval.engines.logs import is_quantized_kv
+
 pytestmark = [pytest.mark.serving, pytest.mark.smoke]
 
 MIN_SOURCES = 2
-FIX = "drop --kv-cache-dtype fp8* (vLLM: auto or bfloat16; SGLang: bf16); check the checkpoint's kv quant config"
+FIX = ("drop --kv-cache-dtype fp8*/fp4*/nvfp4 (vLLM: auto or bfloat16; SGLang: bf16); check the checkpoint's kv "
+       "quant config")
 
 
 def test_kv_cache_dtype_proven_by_two_sources(endpoint, engine, expect, declared):
@@ -24,4 +27,4 @@ def test_no_fp8_kv_cache_evidence(endpoint, engine, expect, declared):
     expected = declared(endpoint.expect.kv_cache_dtype, "expect.kv_cache_dtype")
     quotes = engine.kv_fp8_quotes()
     expect(endpoint.name, "serving.kv_cache.dtype.no_fp8", expected="no FP8/FP4 KV evidence",
-           observed=quotes or "none", ok=not quotes or expected == "fp8", hint=FIX, evidence=" | ".join(quotes))
+           observed=quotes or "none", ok=not quotes or is_quantized_kv(expected), hint=FIX, evidence=" | ".join(quotes))

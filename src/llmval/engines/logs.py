@@ -24,7 +24,6 @@ VLLM_CONFIG_KV_DTYPE_RE = re.compile(r"(?:^|, )kv_cache_dtype=(?P<kv>[\w.]+)")
 VLLM_CONFIG_TP_RE = re.compile(r"(?:^|, )tensor_parallel_size=(?P<tp>\d+)")
 VLLM_CONFIG_SERVED_RE = re.compile(r"(?:^|, )served_model_name=(?P<name>[^,]+)")
 VLLM_NON_DEFAULT_ARGS_RE = re.compile(r"non-default args: (?P<args>\{.*\})\s*$", re.M)
-VLLM_FP8_KV_RE = re.compile(r"^.*Using fp8 data type to store kv cache.*$", re.M)
 VLLM_ATTENTION_BACKEND_RE = re.compile(
     r"^.*Using (?:AttentionBackendEnum\.)?(?P<backend>[A-Z_][A-Z0-9_]*) (?:attention )?backend\b.*$", re.M)
 # Ray prefixes a worker's lines with `(RayWorkerWrapper pid=N, ip=A)`, after the engine core's own prefix
@@ -50,18 +49,31 @@ SGLANG_ARG_RE = re.compile(r"(?P<key>\w+)=(?P<value>'[^']*'|\"[^\"]*\"|[^,()]+)"
 SGLANG_ACCEPT_RE = re.compile(r"Decode batch.*?accept len: (?P<len>[\d.]+), accept rate: (?P<rate>[\d.]+)")
 SGLANG_CAPACITY_RE = re.compile(r"max_total_num_tokens=(?P<tokens>\d+),.*?context_len=(?P<ctx>\d+)")
 
-# Any FP8/FP4 KV statement in either engine's log; quoted as evidence whatever else the sources say.
-FP8_KV_ANY_RE = re.compile(
-    r"^.*(?:Using fp8 data type to store kv cache|kv_cache_dtype[=:]\s*'?(?:fp8|fp4)\w*|"
-    r"Using KV cache dtype: torch\.float8\w*|KV Cache is allocated\. dtype: (?:torch\.)?(?:float8|fp8|uint8)\w*).*$",
-    re.M | re.I)
+# ---- FP8/FP4 KV statements (either engine; quoted as evidence whatever else the sources say) -----------
+# vLLM `CacheConfig._validate_cache_dtype`: "Using %s data type to store kv cache. ..." for every quantized KV
+# dtype (the literal `fp8` in old releases, the dtype itself since: fp8_e4m3, nvfp4, fp8_ds_mla, ...).
+KV_STORE_DTYPE_RE = re.compile(r"^.*Using (?P<dtype>\w+) data type to store kv cache.*$", re.M)
+# vLLM's asymmetric K/V cache: "Using asymmetric KV cache dtypes: K=%s, V=%s."
+KV_ASYMMETRIC_RE = re.compile(r"^.*Using asymmetric KV cache dtypes: K=(?P<k>\w+), V=(?P<v>\w+).*$", re.M)
+# SGLang's (and vLLM v0's) model runner, `load_kv_cache_scales` with an FP8 KV cache and no scales file.
+FP8_KV_NO_SCALES_RE = re.compile(r"^.*Using FP8 KV cache but no scaling factors provided.*$", re.M)
+# SGLang `configure_kv_cache_dtype` for `--kv-cache-dtype fp4_e2m1` (its own spelling, "a accuracy").
+FP4_KV_WARNING_RE = re.compile(r"^.*FP4 \(E2M1\) KV Cache might lead to a accuracy drop.*$", re.M)
+# The pool line's dtype, however the rest of the line reads (newer SGLang: `KV Cache is allocated. dtype: X, ...`).
+KV_ALLOC_DTYPE_RE = re.compile(r"^.*KV Cache is allocated\. dtype: (?P<dtype>[\w.]+).*$", re.M)
+QUANTIZED_KV = ("fp8", "fp4")
+"""The KV dtype families the owners reject (any spelling of either normalizes to one of these)."""
+FP8_SPELLING_RE = re.compile(r"^(?:mx|nv)?(?:fp8|float8)|^e[45]m[23]|^uint8$")
+FP4_SPELLING_RE = re.compile(r"^(?:mx|nv)?(?:fp4|float4)|^e2m1")
 
 
 def normalize_dtype(value: str | None) -> str | None:
-    """One spelling per dtype: bf16/torch.bfloat16 → bfloat16, fp8_e4m3/torch.float8_e4m3fn → fp8, ...
+    """One spelling per dtype: bf16/torch.bfloat16 → bfloat16; every FP8 spelling (fp8, fp8_e4m3, fp8_ds_mla,
+    torch.float8_e4m3fn, e5m2, SGLang's uint8 store dtype) → fp8; every FP4 one (fp4_e2m1, nvfp4, mxfp4,
+    torch.float4_e2m1fn_x2) → fp4.
 
-    >>> [normalize_dtype(v) for v in ("bf16", "torch.bfloat16", "fp8_e5m2", "torch.float8_e4m3fn", "auto")]
-    ['bfloat16', 'bfloat16', 'fp8', 'fp8', 'auto']
+    >>> [normalize_dtype(v) for v in ("bf16", "torch.bfloat16", "fp8_e5m2", "torch.float8_e4m3fn", "nvfp4", "auto")]
+    ['bfloat16', 'bfloat16', 'fp8', 'fp8', 'fp4', 'auto']
     """
     if value is None:
         return None
@@ -72,11 +84,32 @@ def normalize_dtype(value: str | None) -> str | None:
         return "float16"
     if v in {"fp32", "float32", "float"}:
         return "float32"
-    if v.startswith(("fp8", "float8")) or v == "uint8":
+    if FP8_SPELLING_RE.match(v):
         return "fp8"
-    if v.startswith(("fp4", "float4")):
+    if FP4_SPELLING_RE.match(v):
         return "fp4"
     return v
+
+
+def is_quantized_kv(value: object) -> bool:
+    """Whether a KV dtype, in any spelling, is FP8 or FP4 (what `serving.kv_cache.dtype.no_fp8` rejects).
+
+    >>> is_quantized_kv("fp8_e4m3"), is_quantized_kv("NVFP4"), is_quantized_kv("auto"), is_quantized_kv(None)
+    (True, True, False, False)
+    """
+    return isinstance(value, str) and normalize_dtype(value) in QUANTIZED_KV
+
+
+def _quantized_kv_lines(text: str) -> list[tuple[int, str]]:
+    """(offset, line) of every log line that states an FP8/FP4 KV cache, in either engine's wording."""
+    found: list[tuple[int, str]] = []
+    for pattern in (KV_STORE_DTYPE_RE, SGLANG_KV_DTYPE_RE, KV_ALLOC_DTYPE_RE):
+        found += [(m.start(), m.group(0)) for m in pattern.finditer(text) if is_quantized_kv(m["dtype"])]
+    found += [(m.start(), m.group(0)) for m in KV_ASYMMETRIC_RE.finditer(text)
+              if is_quantized_kv(m["k"]) or is_quantized_kv(m["v"])]
+    for pattern in (FP8_KV_NO_SCALES_RE, FP4_KV_WARNING_RE):
+        found += [(m.start(), m.group(0)) for m in pattern.finditer(text)]
+    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -272,7 +305,12 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
             facts["non_default_args"] = parse_printed_dict(args["args"])
         except ValueError as error:
             facts["non_default_args_error"] = str(error)
-    facts["fp8_kv_quotes"] = tuple(m.group(0).strip() for m in VLLM_FP8_KV_RE.finditer(text))
+    quotes = [line.strip()[:300] for _, line in _quantized_kv_lines(text)]
+    if is_quantized_kv(facts.get("kv_cache_dtype")):
+        quotes.append(f"engine config (v{facts['version']}): kv_cache_dtype={facts['kv_cache_dtype']}")
+    if is_quantized_kv(args_kv := facts.get("non_default_args", {}).get("kv_cache_dtype")):
+        quotes.append(f"non-default args: 'kv_cache_dtype': {args_kv!r}")
+    facts["fp8_kv_quotes"] = tuple(quotes)
     facts["attention_backends"] = tuple(LogLine(m["backend"], m.group(0).strip())
                                         for m in VLLM_ATTENTION_BACKEND_RE.finditer(text))
     workers = list(VLLM_RAY_WORKER_RE.finditer(text))
@@ -340,5 +378,8 @@ def parse_sglang_log(text: str) -> SglangLogFacts:
     facts["accept_lengths"] = tuple(float(m["len"]) for m in SGLANG_ACCEPT_RE.finditer(text))
     if m := _last(SGLANG_CAPACITY_RE, text):
         facts["context_len"] = int(m["ctx"])
-    facts["fp8_kv_quotes"] = tuple(m.group(0).strip()[:300] for m in FP8_KV_ANY_RE.finditer(text))
+    quotes = [line.strip()[:300] for _, line in _quantized_kv_lines(text)]
+    if is_quantized_kv(args_kv := facts.get("server_args", {}).get("kv_cache_dtype")):
+        quotes.append(f"server_args=ServerArgs(... kv_cache_dtype={args_kv!r} ...)")
+    facts["fp8_kv_quotes"] = tuple(quotes)
     return SglangLogFacts(**facts)

@@ -1,58 +1,29 @@
 """SGLang: `/server_info` (falling back to the deprecated `/get_server_info`), `/model_info`, `/v1/models`,
 `/metrics` (only with --enable-metrics) and the startup log.
 
-Formats: SGLang 0.5.9 / 0.5.10.post1 / 0.5.23 per ../shared/reference/engine.md §1. Version branches:
-before 0.5.23 the KV dtype is logged as `Using KV cache dtype: torch.X`; from 0.5.23 that line is gone
-and the dtype is in the `KV Cache is allocated. dtype: X` line instead.
+Formats: SGLang 0.5.9 / 0.5.10.post1 / 0.5.23 per ../shared/reference/engine.md §1. The KV dtype is logged
+as `Using KV cache dtype: torch.X` (0.5.9/0.5.10) and/or in the `KV Cache is allocated. dtype: X` pool line
+(already in 0.5.11/0.5.13 builds, the only one from 0.5.23): both are read whatever the version says.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 
 from ..errors import EndpointError
 from .base import Acceptance, EngineAdapter, Fact, KvEvidence, NotExposed
-from .logs import SglangLogFacts, normalize_dtype, parse_sglang_log
+from .logs import SglangLogFacts, is_quantized_kv, normalize_dtype, parse_sglang_log
 from .metrics import Metrics, delta
 
 # Every SGLang metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
 SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"
 GENERATION_TOKENS = "sglang:generation_tokens"
 SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"
-ALLOC_DTYPE_SINCE = (0, 5, 23)
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
 # /server_info keys that make two SGLang deployments comparable in perf (the perf server identity).
 IDENTITY_INFO_KEYS = ("model_path", "tp_size", "dp_size", "ep_size", "kv_cache_dtype", "speculative_algorithm",
                       "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
                       "attention_backend", "version")
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    """`0.5.10.post1` → (0, 5, 10); unparseable parts end the tuple.
-
-    >>> version_tuple("0.5.10.post1"), version_tuple("0.5.23")
-    ((0, 5, 10), (0, 5, 23))
-    """
-    parts = []
-    for part in version.split("."):
-        m = re.match(r"\d+", part)
-        if not m:
-            break
-        parts.append(int(m.group(0)))
-        if m.group(0) != part:
-            break
-    return tuple(parts)
-
-
-def is_release_version(version: str) -> bool:
-    """False for a source or dev build that reports no real release (`0.0.0.dev1+g<sha>`, `0.0.0`, `unknown`):
-    its number says nothing about which log lines it prints.
-
-    >>> is_release_version("0.5.10.post1"), is_release_version("0.0.0.dev1+g1a2b3c4"), is_release_version("?")
-    (True, False, False)
-    """
-    return any(version_tuple(version))
 
 
 def _one_source(lines: list[tuple[str, str]], source: str) -> KvEvidence | None:
@@ -164,25 +135,24 @@ class SglangAdapter(EngineAdapter):
             log = self.log
         except NotExposed:
             return evidence
-        allocations = [(a.dtype, a.quote) for a in log.kv_allocations if a.dtype]
-        using = [(line.value, line.quote) for line in log.kv_dtypes]
-        if is_release_version(self._ver):
-            chosen = ("alloc" if version_tuple(self._ver) >= ALLOC_DTYPE_SINCE else "using")
-        else:  # a source build: its version says nothing; read whichever line shape the log prints
-            chosen = "alloc" if allocations else "using"
-        found = (_one_source(allocations, "engine log: KV Cache is allocated. dtype:") if chosen == "alloc"
-                 else _one_source(using, "engine log: Using KV cache dtype:"))
-        if found is not None:
+        # Both line shapes, whatever the version reports: `Using KV cache dtype:` (0.5.9/0.5.10) and the pool line's
+        # `dtype:` (already in 0.5.11/0.5.13 builds, the only one from 0.5.23). They are one source, the log.
+        lines = [(line.value, line.quote) for line in log.kv_dtypes]
+        lines += [(a.dtype, a.quote) for a in log.kv_allocations if a.dtype]
+        shapes = " + ".join(shape for shape, present in (("Using KV cache dtype:", log.kv_dtypes),
+                                                         ("KV Cache is allocated. dtype:",
+                                                          any(a.dtype for a in log.kv_allocations))) if present)
+        if (found := _one_source(lines, f"engine log: {shapes}")) is not None:
             evidence.append(found)
         return evidence
 
     def kv_fp8_quotes(self) -> list[str]:
         quotes = []
         top = str(self.server_info.get("kv_cache_dtype", ""))
-        if normalize_dtype(top) in {"fp8", "fp4"}:
+        if is_quantized_kv(top):
             quotes.append(f'{self._server_info_path} "kv_cache_dtype": "{top}"')
         for i, state in enumerate(self._internal_states()):
-            if normalize_dtype(str(state.get("kv_cache_dtype", ""))) in {"fp8", "fp4"}:
+            if is_quantized_kv(str(state.get("kv_cache_dtype", ""))):
                 quotes.append(f'internal_states[{i}] "kv_cache_dtype": "{state["kv_cache_dtype"]}"')
         try:
             quotes += list(self.log.fp8_kv_quotes)

@@ -11,7 +11,7 @@ import functools
 
 from ..errors import EndpointError, ParseError
 from .base import Acceptance, EngineAdapter, Fact, KvEvidence, LoadCounters, NotExposed, resolve_auto
-from .logs import Unparsed, VllmLogFacts, normalize_dtype, parse_vllm_log
+from .logs import Unparsed, VllmLogFacts, is_quantized_kv, parse_vllm_log
 from .metrics import Metrics, delta
 
 # Every vLLM metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
@@ -104,7 +104,7 @@ class VllmAdapter(EngineAdapter):
         except NotExposed:
             pass
         for labels in self.metrics().labels(CACHE_CONFIG_INFO):
-            if normalize_dtype(labels.get("cache_dtype")) in {"fp8", "fp4"}:
+            if is_quantized_kv(labels.get("cache_dtype")):
                 quotes.append(f'{CACHE_CONFIG_INFO}{{cache_dtype="{labels["cache_dtype"]}"}} 1.0')
         return quotes
 
