@@ -210,6 +210,22 @@ def test_real_h200_kernel_log_no_journal_then_dmesg_and_unprivileged_dmesg_denie
     assert health.judge_xid([health.read_journal(*journal), denied]).ok is None
 
 
+def test_real_refused_dmesg_says_how_to_grant_the_read_never_to_hide_it():
+    """Issue 21.5: the REAL unprivileged H200 answer (`dmesg: read kernel buffer failed: Operation not permitted`,
+    dmesg_restrict=1) told the owner to list xid under not_reported, which hides a log that exists."""
+    journal, nobody = _capture("xid-journal.txt"), _capture("xid-dmesg-nobody.txt")
+    verdict = health.judge_xid([health.read_journal(*journal), health.read_dmesg(*nobody)])
+    assert verdict.ok is None and "Operation not permitted" in verdict.reason
+    for way in ("kernel.dmesg_restrict=0", "CAP_SYSLOG", "root", "kernel_log = 'journal'", "systemd-journal"):
+        assert way in verdict.unreported_fix, way
+    assert "would hide it" in verdict.unreported_fix
+    denied_journal = health.read_journal(0, "-- No entries --\n", "Hint: You are currently not seeing messages from "
+                                         "other users and the system.\n", "journalctl ...")
+    assert "systemd-journal" in health.judge_xid([denied_journal]).unreported_fix
+    no_journal = health.judge_xid([health.read_journal(*journal)])  # journalctl missing: nothing to grant
+    assert not no_journal.grant and "gpus.health.not_reported" in no_journal.unreported_fix
+
+
 def test_real_h200_clocks_samples_parse_and_match_the_command():
     from llmval import hostfacts
     from llmval.parsers.gpu_health import parse_clocks_query

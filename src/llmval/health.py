@@ -74,10 +74,21 @@ class HealthVerdict:
     observed: object
     evidence: list[str] = field(default_factory=list)
     reason: str = ""
+    grant: str = ""
+    """When not reported because a read was refused: how to grant it (the GPU does report the field)."""
 
     @property
     def check_id(self) -> str:
         return f"hosts.gpu.health.{self.check}"
+
+    @property
+    def unreported_fix(self) -> str:
+        """What the owner does about a not-reported verdict: grant a refused read, or (a field this GPU never
+        reports) list the check under `gpus.health.not_reported`; never the second for a refused read."""
+        if self.grant:
+            return (f"the read was refused, the problem is not the GPU: {self.grant} (listing '{self.check}' under "
+                    "gpus.health.not_reported would hide it)")
+        return f"where this GPU never reports it, list '{self.check}' under gpus.health.not_reported"
 
     @property
     def hint(self) -> str:
@@ -239,6 +250,12 @@ def judge_persistence_mode(gpus: list[GpuHealth], want: str) -> HealthVerdict:
 JOURNAL_DENIED = "not seeing messages from other users and the system"
 NO_JOURNAL = "No journal files were found"
 DMESG_PROBLEM_RE = re.compile(r"dmesg: .*(?:not permitted|denied|failed|not found)", re.IGNORECASE)
+DMESG_REFUSED_RE = re.compile(r"not permitted|denied", re.IGNORECASE)
+DMESG_GRANT = ("the kernel lets only privileged users read its log (sysctl kernel.dmesg_restrict=1): connect as root, "
+               "or give the suite's user CAP_SYSLOG, or allow every user with `sysctl -w kernel.dmesg_restrict=0` "
+               "(a host change: the owner's call), or read the journal instead (kernel_log = 'journal') as a member "
+               "of the 'systemd-journal' or 'adm' group")
+JOURNAL_GRANT = "connect as root, or add the suite's user to the 'systemd-journal' (or 'adm') group"
 
 
 @dataclass(frozen=True)
@@ -248,6 +265,8 @@ class KernelLog:
     source: str
     xids: list[XidEvent]
     problem: str = ""
+    grant: str = ""
+    """When the read was refused: how to grant it."""
 
 
 def read_journal(rc: int, stdout: str, stderr: str, command: str) -> KernelLog:
@@ -260,8 +279,7 @@ def read_journal(rc: int, stdout: str, stderr: str, command: str) -> KernelLog:
         return KernelLog(command, [], f"no journal on this host ({NO_JOURNAL}.)")
     if JOURNAL_DENIED in text:
         return KernelLog(command, [], "not allowed to read the system journal (journalctl: 'You are currently "
-                                      "not seeing messages from other users and the system'); connect as root "
-                                      "or a member of the systemd-journal group")
+                                      "not seeing messages from other users and the system')", JOURNAL_GRANT)
     if rc not in (0, 1):
         return KernelLog(command, [], f"journalctl exit code {rc}: {stderr.strip()[-300:]}")
     xids = parse_xid_lines(stdout)
@@ -278,7 +296,8 @@ def read_dmesg(rc: int, stdout: str, stderr: str, command: str) -> KernelLog:
     text = f"{stdout}\n{stderr}"
     trouble = [line.strip() for line in text.splitlines() if DMESG_PROBLEM_RE.search(line)]
     if trouble:
-        return KernelLog(command, [], f"dmesg cannot read the kernel log: {trouble[0]}")
+        grant = DMESG_GRANT if DMESG_REFUSED_RE.search(trouble[0]) else ""
+        return KernelLog(command, [], f"dmesg cannot read the kernel log: {trouble[0]}", grant)
     if rc not in (0, 1):
         return KernelLog(command, [], f"exit code {rc}: {stderr.strip()[-300:]}")
     xids = parse_xid_lines(stdout)
@@ -295,7 +314,8 @@ def judge_xid(logs: list[KernelLog], allowed: tuple[int, ...] = ()) -> HealthVer
     readable = next((log for log in logs if not log.problem), None)
     if readable is None:
         reason = "; ".join(f"`{log.source}`: {log.problem}" for log in logs) or "no kernel log source"
-        return HealthVerdict("xid", None, expected, f"not reported: {reason}", reason=reason)
+        grant = "; ".join(dict.fromkeys(log.grant for log in logs if log.grant))
+        return HealthVerdict("xid", None, expected, f"not reported: {reason}", reason=reason, grant=grant)
     counted = [x for x in readable.xids if x.code not in allowed]
     evidence = [x.line for x in counted[:5]] + ([f"... {len(counted) - 5} more"] if len(counted) > 5 else [])
     if counted:

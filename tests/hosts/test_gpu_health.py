@@ -23,9 +23,8 @@ def _state(expect, host, spec, verdict: health.HealthVerdict) -> None:
     __tracebackhide__ = True
     if verdict.ok is None:
         if verdict.check not in spec.not_reported:
-            raise health.NotReported(
-                f"[{host.name}] {verdict.check_id}: not reported: {verdict.reason}. Where this GPU never reports "
-                f"it, list '{verdict.check}' under gpus.health.not_reported")
+            raise health.NotReported(f"[{host.name}] {verdict.check_id}: not reported: {verdict.reason}. Fix: "
+                                     f"{verdict.unreported_fix}")
         expect(host.name, verdict.check_id, expected="not reported (gpus.health.not_reported)",
                observed=verdict.observed, ok=True, evidence="\n".join(verdict.evidence))
         return
