@@ -9,6 +9,7 @@ PY := $(VENV)/bin/python
 
 $(VENV)/.ready: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip uninstall -q -y llmval 2>/dev/null || true   # the distribution was called llmval before pytest-llmval
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@
 

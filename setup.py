@@ -1,6 +1,10 @@
 """Packaging beyond pyproject.toml: the wheel ships the pytest wiring (fixtures/) and the contract (tests/) in
-place, as `llmval.pytest_plugin` and `llmval.contract`, so `pip install llmval` gives the whole suite while the
-checkout keeps its layout (pure logic in src/llmval, wiring in fixtures/, the contract in tests/)."""
+place, as `llmval.pytest_plugin` and `llmval.contract_tests`, and the example inventories with their JSON Schema
+(inventories/) as `llmval.inventories`, so `pip install pytest-llmval` gives the whole suite while the checkout keeps
+its layout (pure logic in src/llmval, wiring in fixtures/, the contract in tests/).
+
+`url` and `license` are set here because pip before 25.1 shows only the `Home-page` and `License` fields (not
+`Project-URL` and `License-Expression`): `pip show pytest-llmval` names both either way."""
 
 from pathlib import Path
 
@@ -11,7 +15,11 @@ CONTRACT = ["llmval.contract_tests"] + [f"llmval.contract_tests.{p.name}" for p 
                                   if p.is_dir() and any(p.glob("test_*.py"))]
 
 setup(
-    packages=[*find_packages("src"), "llmval.pytest_plugin", *CONTRACT],
-    package_dir={"": "src", "llmval.pytest_plugin": "fixtures", "llmval.contract_tests": "tests"},
-    package_data={"llmval.contract_tests": ["*/README.md"], "llmval": ["templates/*", "templates/*/*"]},
+    packages=[*find_packages("src"), "llmval.templates", "llmval.inventories", "llmval.pytest_plugin", *CONTRACT],
+    package_dir={"": "src", "llmval.pytest_plugin": "fixtures", "llmval.contract_tests": "tests",
+                 "llmval.inventories": "inventories"},
+    package_data={"llmval.contract_tests": ["*/README.md"], "llmval.templates": ["*"],
+                  "llmval.inventories": ["*.toml", "*.json"]},
+    url="https://pypi.org/project/pytest-llmval/",
+    license="MIT",
 )

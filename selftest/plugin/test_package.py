@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
                                 "['purelib'])"], check=True, capture_output=True, text=True).stdout.strip())
     (site / "suite-venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    wheel = next((work / "dist").glob("llmval-*.whl"))
+    wheel = next((work / "dist").glob("pytest_llmval-*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
                     "--no-deps", "--disable-pip-version-check", str(wheel)], check=True, capture_output=True,
                    timeout=240)
@@ -41,8 +42,29 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_console_script_lists_its_commands(installed):
     out = subprocess.run([str(installed / "llmval"), "--help"], capture_output=True, text=True, timeout=60).stdout
-    for command in ("check-inventory", "schema", "init", "snapshot", "bench"):
+    for command in ("check-inventory", "schema", "init", "snapshot", "bench", "--version"):
         assert command in out
+    version = subprocess.run([str(installed / "llmval"), "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("llmval 0."), version.stdout + version.stderr
+    assert "/site-packages/llmval" in version.stdout
+
+
+def test_pip_show_names_the_distribution_its_license_home_page_and_readme(installed):
+    """The distribution is pytest-llmval (the index's `llmval` is someone else's); pip show carries a summary,
+    license and home page (also for pip before 25.1, which reads only Home-page and License), the README is the
+    long description, and the example inventories with their schema are in the wheel."""
+    show = subprocess.run([sys.executable, "-m", "pip", "--python", str(installed / "python"), "show", "-f",
+                           "pytest-llmval"], capture_output=True, text=True, timeout=120).stdout
+    fields = dict(line.split(": ", 1) for line in show.splitlines() if ": " in line and not line.startswith(" "))
+    assert fields["Name"] == "pytest-llmval" and fields["License"] == "MIT", show[:800]
+    assert fields["Summary"].startswith("A pytest suite") and fields["Home-page"].startswith("https://"), show[:800]
+    for shipped in ("llmval/inventories/inventory.schema.json", "llmval/inventories/kpro6.toml",
+                    "llmval/templates/llmval-smoke@.service", "licenses/LICENSE"):
+        assert shipped in show, shipped
+    wheel = next((installed.parent.parent / "dist").glob("pytest_llmval-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    assert "Description-Content-Type: text/markdown" in metadata and "# llmval — does the whole" in metadata
 
 
 def test_an_empty_folder_with_an_inventory_runs_the_shipped_host_contract(installed, tmp_path):

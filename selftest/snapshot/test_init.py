@@ -1,8 +1,13 @@
 """`llmval init`: for every platform, the scaffold's inventory passes `llmval check-inventory`, the systemd unit
-runs the smoke contract with --wait-ready on that inventory, the workflow keeps GitHub's expressions; a second
-init into the same folder overwrites nothing."""
+runs the smoke contract with --wait-ready on that inventory, the workflow keeps GitHub's expressions and installs
+the package by its own name; no written file holds the writing machine's path, and the template units resolve to a
+repo under /tmp or /srv (`systemd-analyze verify`, where installed); a second init overwrites nothing."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -19,12 +24,37 @@ def test_init_writes_a_valid_inventory_and_its_runners(platform, tmp_path, capsy
     inventory = load_inventory(folder / "inventory.toml")
     assert [e.engine for e in inventory.endpoints] == [platform]
     assert inventory.deployment.name == f"ops-{platform}"
-    service = (folder / "systemd" / "llmval-smoke.service").read_text()
-    assert f"--inventory={folder.resolve()}/inventory.toml -m smoke --wait-ready=900" in service
-    assert "OnBootSec=" in (folder / "systemd" / "llmval-smoke.timer").read_text()
+    service = (folder / "systemd" / "llmval-smoke@.service").read_text()
+    assert "ExecStart=%f/.venv/bin/pytest --inventory=inventory.toml -m smoke --wait-ready=900" in service
+    assert "WorkingDirectory=%f" in service and "PrivateTmp=yes" not in service
+    assert "Unit=llmval-smoke@%i.service" in (folder / "systemd" / "llmval-smoke@.timer").read_text()
     workflow = (folder / ".github" / "workflows" / "llmval.yml").read_text()
     assert "${{ github.run_id }}" in workflow and "$name" not in workflow
-    assert "--inventory=inventory.toml" in workflow
+    assert "--inventory=inventory.toml" in workflow and "pip install -q pytest-llmval" in workflow
+    for written in folder.rglob("*"):
+        if written.is_file():
+            assert str(tmp_path) not in written.read_text(), f"{written} holds the writing machine's path"
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here")
+@pytest.mark.parametrize("repo", ["/tmp/llmval-ops-selftest", "/srv/llmval ops"])
+def test_the_template_units_resolve_to_the_repo_wherever_it_lives(repo, tmp_path, capsys):
+    """`systemd-analyze verify` of an instance for `repo`: %f becomes the repo, ExecStart names its venv's pytest
+    (here missing: verify says so for exactly that path, the one check that needs the repo to exist)."""
+    assert main(["init", str(tmp_path / "ops"), "--platform", "sglang"]) == 0
+    instance = subprocess.run(["systemd-escape", "--path", repo], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    units = tmp_path / "units"
+    units.mkdir()
+    for template in ("llmval-smoke@.service", "llmval-smoke@.timer"):
+        shutil.copy(tmp_path / "ops" / "systemd" / template, units / template)
+        os.symlink(template, units / template.replace("@", f"@{instance}"))
+    verify = subprocess.run(["systemd-analyze", "verify", "--man=no", str(units / f"llmval-smoke@{instance}.service"),
+                             str(units / f"llmval-smoke@{instance}.timer")], capture_output=True, text=True,
+                            timeout=60)
+    problems = [line for line in (verify.stdout + verify.stderr).splitlines() if line.strip()]
+    assert problems == [f"llmval-smoke@{instance}.service: Command {repo}/.venv/bin/pytest is not executable: "
+                        "No such file or directory"], problems
 
 
 def test_init_never_overwrites(tmp_path, capsys):

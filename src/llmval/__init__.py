@@ -4,6 +4,9 @@ Pure logic lives here (inventory models, parsers, measurement math, record/repla
 in `fixtures/` fetch facts with it and the contract tests in `tests/` judge them.
 """
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+
 from .contract import mismatch, redact
 from .errors import (
     CommandFailed,
@@ -21,7 +24,16 @@ from .inventory import Inventory, inventory_json_schema, load_inventory
 from .recording import CommandResult, Recorder, Replay
 from .verdict import Cause, Verdict
 
+DISTRIBUTION = "pytest-llmval"
+"""The name on the package index (`pip install pytest-llmval`): the index's `llmval` is another project. The import
+package and the console script are `llmval`."""
+try:
+    __version__ = _version(DISTRIBUTION)
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
+    "DISTRIBUTION",
     "Cause",
     "CommandFailed",
     "CommandResult",

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import pytest
 
+from . import DISTRIBUTION, __version__
 from .errors import InventoryError
 from .inventory import inventory_json_schema, load_inventory
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llmval", description=__doc__)
+    parser = argparse.ArgumentParser(prog="llmval", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"llmval {__version__} ({DISTRIBUTION}, "
+                        f"{Path(__file__).resolve().parent})")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("schema", help="print the inventory JSON Schema")
     check = commands.add_parser("check-inventory", help="validate inventory files")
@@ -59,8 +63,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from .init import InitRefused, scaffold
 
     try:
@@ -76,8 +78,6 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _snapshot(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from .errors import LlmvalError
     from .snapshot import diff, placeholder_paths, render_diff, take, write_toml
 

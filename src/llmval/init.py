@@ -1,8 +1,9 @@
 """`llmval init [DIR] --platform sglang|vllm|openai`: scaffold an ops repo that uses llmval.
 
 Writes `inventory.toml` (a valid minimal inventory, every other key commented), `.github/workflows/llmval.yml`
-(smoke on push, the full contract nightly, from a self-hosted runner) and `systemd/llmval-smoke.{service,timer}`
-(smoke after every boot, waiting for the stack with `--wait-ready`). It never overwrites a file.
+(smoke on push, the full contract nightly, from a self-hosted runner) and `systemd/llmval-smoke@.{service,timer}`
+(smoke after every boot, waiting for the stack with `--wait-ready`; template units whose instance is the repo's
+path, so nothing of the writing machine is hard-coded). It never overwrites a file.
 
     >>> sorted(PLATFORMS)
     ['openai', 'sglang', 'vllm']
@@ -33,8 +34,8 @@ PLATFORMS: dict[str, Platform] = {
 FILES: dict[str, str] = {
     "inventory.toml": "inventory.toml",
     ".github/workflows/llmval.yml": "workflow.yml",
-    "systemd/llmval-smoke.service": "llmval-smoke.service",
-    "systemd/llmval-smoke.timer": "llmval-smoke.timer",
+    "systemd/llmval-smoke@.service": "llmval-smoke@.service",
+    "systemd/llmval-smoke@.timer": "llmval-smoke@.timer",
 }
 """Written path (relative to DIR) -> template (package data `llmval/templates/`)."""
 
@@ -50,12 +51,12 @@ def deployment_name(folder: Path) -> str:
 
 
 def render(template: str, platform: str, folder: Path) -> str:
-    """One template filled in (`$name`, `$engine`, `$model`, `$base_url`, `$dir`; GitHub's `${{ }}` kept)."""
+    """One template filled in (`$name`, `$engine`, `$model`, `$base_url`; GitHub's `${{ }}` kept). No absolute path
+    of `folder` goes in: the files are committed and used on other machines."""
     chosen = PLATFORMS[platform]
     text = (resources.files("llmval") / "templates" / template).read_text(encoding="utf-8")
     return string.Template(text).safe_substitute(name=deployment_name(folder), engine=chosen.engine,
-                                                 model=chosen.model, base_url=chosen.base_url,
-                                                 dir=str(folder.resolve()))
+                                                 model=chosen.model, base_url=chosen.base_url)
 
 
 def scaffold(folder: Path, platform: str) -> list[Path]:

@@ -121,6 +121,19 @@ class Inventory(Spec):
         return [h for h in self.hosts if h.platform == platform]
 
 
+def shipped_inventories() -> Path:
+    """Where the example inventories (kpro6, spark, local) and `inventory.schema.json` are: `llmval/inventories`
+    in an installed wheel, `inventories/` of the checkout in an editable install."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "inventories", package.parent.parent / "inventories"):
+        if (candidate / SCHEMA_FILE).is_file():
+            return candidate
+    return package / "inventories"
+
+
+SCHEMA_FILE = "inventory.schema.json"
+
+
 def _key_path(loc: tuple[int | str, ...], data: object) -> str:
     """`hosts[1].gpus.count`, naming list items by their `name` where they have one."""
     parts: list[str] = []
@@ -147,7 +160,7 @@ def _problems(error: ValidationError, data: object) -> list[tuple[str, str]]:
     for err in error.errors(include_url=False):
         reason = err["msg"]
         if err["type"] == "extra_forbidden":
-            reason = "unknown key (check its spelling; see inventories/inventory.schema.json)"
+            reason = f"unknown key (check its spelling; see {shipped_inventories() / SCHEMA_FILE})"
         elif err["type"] == "missing":
             reason = "required key is missing"
         elif err["type"] == "value_error":
