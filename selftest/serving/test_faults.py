@@ -70,6 +70,17 @@ def test_real_engine_killed_mid_run_replay(pytester):
     for name, (_, message) in after_kill.items():
         assert "could not check" in message, f"{name}: {message}"
         assert any(s in message for s in ("ConnectError", "ReadError", "stopped answering")), f"{name}: {message}"
+    # issue 21.5: each raised before `expect`; its verdict names the check id it states, not the test function
+    checks = _checks(pytester.path / "reports")
+    assert checks["test_no_fp8_kv_cache_evidence[local-vllm-8346]"] == "serving.kv_cache.dtype.no_fp8"
+    assert checks["test_served_model_matches_inventory[local-vllm-8346]"] == "serving.model.id"
+    assert checks["test_engine_is_the_declared_kind[local-vllm-8346]"] == "serving.engine.kind"
+    assert not [c for n, c in checks.items() if n in after_kill and c.startswith("test_")], checks
+
+
+def _checks(reports) -> dict[str, str]:
+    tests = json.loads((reports / "results.json").read_text())["tests"]
+    return {t["nodeid"].split("::")[-1]: t["verdicts"][-1]["check"] for t in tests if t["verdicts"]}
 
 
 class _SilentServer:

@@ -32,27 +32,32 @@ def _state(expect, host, spec, verdict: health.HealthVerdict) -> None:
            hint=verdict.hint, evidence="\n".join(verdict.evidence))
 
 
+@pytest.mark.check("hosts.gpu.health.pcie_link")
 def test_gpu_pcie_link_at_its_maximum(host, facts, expect):
     spec = _spec(host, "pcie_link")
     _state(expect, host, spec, health.judge_pcie_link(facts.gpu_health(), spec.pcie_gen_min, spec.pcie_width_min))
 
 
+@pytest.mark.check("hosts.gpu.health.ecc_uncorrectable")
 def test_gpu_no_uncorrectable_ecc_errors(host, facts, expect):
     spec = _spec(host, "ecc_uncorrectable")
     _state(expect, host, spec, health.judge_ecc_uncorrectable(facts.gpu_health()))
 
 
+@pytest.mark.check("hosts.gpu.health.row_remap")
 def test_gpu_no_pending_row_remap(host, facts, expect):
     spec = _spec(host, "row_remap")
     _state(expect, host, spec, health.judge_row_remap(facts.gpu_health()))
 
 
+@pytest.mark.check("hosts.gpu.health.xid")
 def test_gpu_no_xid_since_boot(host, facts_of, expect):
     spec = _spec(host, "xid")
     logs = facts_of(spec.kernel_log_via or host.name).kernel_log(spec.kernel_log)
     _state(expect, host, spec, health.judge_xid(logs, tuple(spec.xid_allowed)))
 
 
+@pytest.mark.check("hosts.gpu.health.throttle")
 def test_gpu_no_thermal_or_power_slowdown(host, facts, expect):
     spec = _spec(host, "throttle")
     reasons = tuple(spec.throttle_reasons)
@@ -61,6 +66,7 @@ def test_gpu_no_thermal_or_power_slowdown(host, facts, expect):
     _state(expect, host, spec, health.judge_throttle(first, second, reasons, health.RESAMPLE_INTERVAL_S))
 
 
+@pytest.mark.check("hosts.gpu.health.persistence_mode")
 def test_gpu_persistence_mode_as_declared(host, facts, expect):
     spec = _spec(host, "persistence_mode")
     if spec.persistence_mode is None:
