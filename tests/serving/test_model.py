@@ -8,10 +8,13 @@ pytestmark = [pytest.mark.serving, pytest.mark.smoke]
 def test_served_model_matches_inventory(endpoint, engine, expect):
     served = sorted(str(card.get("id", "?")) for card in engine.model_cards)
     roots = sorted({str(card.get("root")) for card in engine.model_cards if card.get("root")})
+    aliases, others = engine.model_aliases()  # --served-model-name a b: more names of the one model, not others
     expect(endpoint.name, "serving.model.id", expected=[endpoint.model], observed=served,
+           ok=endpoint.model in served and not others,
            hint="another model is being served (after the Sparks' reboot an old GLM-4.7-Flash container came "
                 "back): `docker ps` / the unit's --model and --served-model-name",
-           evidence=f"/v1/models root={roots}")
+           evidence=f"/v1/models root={roots}" + (f"; aliases of {endpoint.model!r} (same root): {aliases}"
+                                                  if aliases else ""))
 
 
 @pytest.mark.needs("max_model_len")

@@ -298,6 +298,17 @@ class EngineAdapter:
                                  "(see serving.model.id)")
         return card
 
+    def model_aliases(self) -> tuple[list[str], list[str]]:
+        """(aliases, others) among the /v1/models ids besides the inventory's model: an alias is another name of
+        the same served model (vLLM `--served-model-name a b` lists one card per name, each with the model's
+        `root` and no `parent`); anything else (another root, an adapter with a `parent`) is another model.
+
+        >>> cards = [{"id": "qwen", "root": "/m/Q"}, {"id": "qwen-fast", "root": "/m/Q"}, {"id": "glm", "root": "/m/G"}]
+        >>> served_aliases(cards, "qwen")
+        (['qwen-fast'], ['glm'])
+        """
+        return served_aliases(self.model_cards, self.spec.model)
+
     @property
     def version(self) -> Fact:
         raise NotExposed(f"[{self.spec.name}] a plain OpenAI-compatible server reports no engine version")
@@ -381,6 +392,19 @@ class EngineAdapter:
         """Engine-specific parts of a perf server identity (see `llmval.load.server_identity`): from the
         JSON of the first `identity_info_paths` that answered, and from one `/metrics` scrape."""
         return {}
+
+
+def served_aliases(cards: list[dict], model: str) -> tuple[list[str], list[str]]:
+    """See `EngineAdapter.model_aliases`: (aliases of `model`, other models) among the ids of `cards`."""
+    card = next((c for c in cards if c.get("id") == model), None)
+    root = card.get("root") if card is not None else None
+    aliases, others = [], []
+    for other in cards:
+        if other.get("id") == model:
+            continue
+        same = root is not None and other.get("root") == root and not other.get("parent")
+        (aliases if same else others).append(str(other.get("id", "?")))
+    return sorted(aliases), sorted(others)
 
 
 def resolve_auto(raw: str, model_dtype: str | None) -> str | None:
