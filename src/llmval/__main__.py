@@ -16,6 +16,7 @@ import pytest
 from . import DISTRIBUTION, __version__
 from .errors import InventoryError
 from .inventory import inventory_json_schema, load_inventory
+from .report.secrets import secret_problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
             print(error, file=sys.stderr)
             status = int(pytest.ExitCode.USAGE_ERROR)
         else:
+            if problems := secret_problems(inventory.model_dump(mode="json")):  # set, but too short to redact
+                print(InventoryError(str(path), problems), file=sys.stderr)
+                status = int(pytest.ExitCode.USAGE_ERROR)
+                continue
             print(f"{path}: ok ({len(inventory.hosts)} hosts, {len(inventory.endpoints)} endpoints)")
     return status
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -28,6 +29,13 @@ SECRET_SHAPE_RES = (
     re.compile(r"\b(sk-)[A-Za-z0-9_-]{16,}"),
 )
 REDACTED = "***"
+MIN_SECRET_LENGTH = 8
+"""The shortest secret an inventory may name (`*_env`): a shorter one cannot be told from ordinary text (a 3-letter
+key would blank every word holding it), so it is refused at load (`secret_problems`)."""
+FRAGMENT = 8
+"""A cut (`text[:300]`) can leave a secret's start or end: any 8 characters that begin or end a registered secret
+(in any of its encoded forms), and any 15 in a row of it, are redacted with the text around them that continues
+the secret."""
 _REGISTERED: set[str] = set()
 """Values registered by the run (the inventory's `*_env` secrets, llmval.contract.add_secrets): redact() cannot
 be handed the inventory at every call site (launch logs, recordings, transports), so the run registers them once."""
@@ -36,6 +44,7 @@ be handed the inventory at every call site (launch logs, recordings, transports)
 def add_secrets(values: Iterable[str]) -> None:
     """Register secret values (the inventory's api_key_env / password_env values) for every later redact()."""
     _REGISTERED.update(v for v in values if v and len(v) >= 4)
+    _fragment_forms.cache_clear()
 
 
 def encoded_forms(value: str) -> list[str]:
@@ -59,22 +68,71 @@ def secret_values(extra: Iterable[str] = ()) -> list[str]:
     return sorted(set(values), key=len, reverse=True)
 
 
+@functools.lru_cache(maxsize=64)
+def _fragment_forms(extra: tuple[str, ...]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """(form, offsets of its 8-character windows to look for) of every encoded form of the registered and
+    given secrets: windows at 0, 8, 16, ... and the last one, so a prefix or suffix of 8 and any run of 15
+    contains one."""
+    forms = {form for value in {*_REGISTERED, *extra} if len(value) >= 4 for form in encoded_forms(value)}
+    out = []
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) >= FRAGMENT:
+            out.append((form, tuple(sorted({*range(0, len(form) - FRAGMENT + 1, FRAGMENT), len(form) - FRAGMENT}))))
+    return tuple(out)
+
+
+def _fragment_spans(text: str, extra: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Spans of `text` that continue an 8-character window of a secret's form as far as the form goes."""
+    spans = []
+    for form, offsets in _fragment_forms(extra):
+        for offset in offsets:
+            window = form[offset:offset + FRAGMENT]
+            at = text.find(window)
+            while at >= 0:
+                start, end, left, right = at, at + FRAGMENT, offset, offset + FRAGMENT
+                while start > 0 and left > 0 and text[start - 1] == form[left - 1]:
+                    start, left = start - 1, left - 1
+                while end < len(text) and right < len(form) and text[end] == form[right]:
+                    end, right = end + 1, right + 1
+                spans.append((start, end))
+                at = text.find(window, at + 1)
+    return spans
+
+
 def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
-    """Remove secret values (and their URL, JSON and base64 encodings) and secret-shaped substrings."""
-    for value in secret_values(extra_secrets):
+    """Remove secret values (and their URL, JSON and base64 encodings), the fragments of the registered and given
+    ones that a cut can leave (`FRAGMENT`), and secret-shaped substrings."""
+    extra = tuple(sorted({v for v in extra_secrets if v}))
+    for value in secret_values(extra):
         for form in encoded_forms(value):
             text = text.replace(form, REDACTED)
+    spans = _fragment_spans(text, extra)
+    if spans:
+        merged: list[list[int]] = []
+        for start, end in sorted(spans):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        for start, end in reversed(merged):
+            text = text[:start] + REDACTED + text[end:]
     for pattern in SECRET_SHAPE_RES:
         text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
     return text
 
 
 def shorten(value: object, limit: int = 400) -> str:
-    """One-line-ish text of `value`, cut to `limit` characters with the cut said."""
-    text = value if isinstance(value, str) else repr(value)
+    """One-line-ish text of `value`, redacted, then cut to `limit` characters with the cut said (redacting first:
+    a cut secret is no longer the secret `redact` looks for)."""
+    text = redact(value if isinstance(value, str) else repr(value))
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
+
+
+def excerpt(text: str, limit: int = 300) -> str:
+    """A server's or a command's words in a message: redacted, cut to `limit`, quoted (its repr)."""
+    return repr(shorten(text, limit))
 
 
 def mismatch(

@@ -33,6 +33,9 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
 
 from __future__ import annotations
 
+from .contract import excerpt as _excerpt
+from .contract import shorten as _shorten
+
 
 class LlmvalError(Exception):
     """Base class: the suite could not check something."""
@@ -70,7 +73,7 @@ class ParseError(LlmvalError):
         self.excerpt = excerpt
         message = f"cannot parse {source}: {reason}"
         if excerpt:
-            message += f"\n  excerpt: {excerpt[:300]!r}"
+            message += f"\n  excerpt: {_excerpt(excerpt)}"
         super().__init__(message)
 
 
@@ -81,7 +84,7 @@ class HostError(LlmvalError):
         self.host = host
         self.command = command
         self.reason = reason
-        super().__init__(f"[{host}] {reason}\n  command: {command[:300]}")
+        super().__init__(f"[{host}] {reason}\n  command: {_shorten(command, 300)}")
 
 
 class HostUnreachable(HostError):

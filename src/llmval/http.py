@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from .contract import redact
+from .bounded import AsyncBoundedTransport, BoundedTransport, is_hung
+from .contract import excerpt, redact
 from .errors import EndpointError
 from .recording import HttpExchange, Recorder, Replay, body_key
 
@@ -180,7 +181,7 @@ def make_client(base_url: str, *, api_key_env: str | None = None, timeout_s: flo
     if replay is not None:
         transport = ReplayTransport(replay)
     else:
-        transport = httpx.HTTPTransport(retries=0)
+        transport = BoundedTransport(retries=0)  # the timeout bounds the whole request; bodies capped
         if recorder is not None:
             transport = RecordingTransport(transport, recorder)
     return httpx.Client(base_url=base_url, headers=_headers(api_key_env), transport=transport,
@@ -204,7 +205,7 @@ def make_async_client(base_url: str, *, api_key_env: str | None = None, timeout_
 
         transport = H11Transport()
     else:
-        transport = httpx.AsyncHTTPTransport(retries=0, limits=httpx.Limits(max_connections=max_connections))
+        transport = AsyncBoundedTransport(retries=0, limits=httpx.Limits(max_connections=max_connections))
         if recorder is not None:
             transport = AsyncRecordingTransport(transport, recorder)
     return httpx.AsyncClient(base_url=base_url, headers=_headers(api_key_env), transport=transport,
@@ -231,15 +232,15 @@ def get_json(client: httpx.Client, path: str, *, endpoint: str, method: str = "G
     try:
         response = client.request(method, path, json=json_body)
     except httpx.TimeoutException as error:
-        raise EndpointError(f"[{endpoint}] {method} {client.base_url}{path}: no answer within the timeout "
-                            f"({type(error).__name__})") from error
+        said = str(error) if is_hung(error) else f"no answer within the timeout ({type(error).__name__})"
+        raise EndpointError(f"[{endpoint}] {method} {client.base_url}{path}: {said}") from error
     except httpx.TransportError as error:
         raise EndpointError(
             f"[{endpoint}] {method} {client.base_url}{path}: {type(error).__name__}: {error}") from error
     if response.status_code >= 400:
-        raise EndpointError(f"[{endpoint}] {method} {path}: HTTP {response.status_code}: {response.text[:300]!r}")
+        raise EndpointError(f"[{endpoint}] {method} {path}: HTTP {response.status_code}: {excerpt(response.text)}")
     try:
         return response.json()
     except ValueError as error:
         raise EndpointError(f"[{endpoint}] {method} {path}: HTTP {response.status_code} but not JSON: "
-                            f"{response.text[:300]!r}") from error
+                            f"{excerpt(response.text)}") from error

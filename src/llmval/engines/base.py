@@ -13,7 +13,6 @@ runs, so a server that accepts and never answers is named within seconds, not af
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +21,9 @@ from typing import Any, ClassVar
 import httpx
 import httpx_sse
 
+from ..answers import ChatCompletion, ModelList, checked, parse_json
+from ..bounded import is_hung
+from ..contract import excerpt, shorten
 from ..errors import EndpointError, LlmvalError, ReplayMiss
 from ..inventory import EndpointSpec
 from .logs import normalize_dtype
@@ -148,7 +150,9 @@ class EngineAdapter:
     # ---- HTTP, bounded -----------------------------------------------------------------------
     def _fail(self, method: str, path: str, error: httpx.HTTPError, timeout_s: float | None = None) -> EndpointError:
         url = f"{self.client.base_url}{path}"
-        if isinstance(error, httpx.TimeoutException):
+        if is_hung(error):
+            what = str(error)
+        elif isinstance(error, httpx.TimeoutException):
             what = f"no answer within {timeout_s or self.spec.request_timeout_s:g} s ({type(error).__name__})"
         else:
             what = f"{type(error).__name__}: {error}"
@@ -210,12 +214,8 @@ class EngineAdapter:
         response = self.request(method, path, json_body=json_body)
         if response.status_code >= 400:
             raise EndpointError(f"[{self.spec.name}] {method} {path}: HTTP {response.status_code}: "
-                                f"{response.text[:300]!r}")
-        try:
-            return response.json()
-        except ValueError:
-            raise EndpointError(f"[{self.spec.name}] {method} {path}: HTTP {response.status_code} but not JSON: "
-                                f"{response.text[:300]!r}") from None
+                                f"{excerpt(response.text)}")
+        return parse_json(response.text, f"[{self.spec.name}] {method} {path}: HTTP {response.status_code}")
 
     def chat(self, body: dict) -> httpx.Response:
         """POST /v1/chat/completions (non-streaming); the caller reads status and JSON. An answer that the
@@ -223,7 +223,7 @@ class EngineAdapter:
         response = self.request("POST", "/v1/chat/completions", json_body={"model": self.spec.model, **body})
         if response.status_code == 404 and self.spec.model in response.text:
             raise ModelNotServed(f"[{self.spec.name}] the endpoint does not serve model {self.spec.model!r} "
-                                 f"(see serving.model.id): HTTP 404: {response.text[:200]!r}")
+                                 f"(see serving.model.id): HTTP 404: {excerpt(response.text, 200)}")
         return response
 
     def chat_stream(self, body: dict) -> tuple[int, StreamedChat | str]:
@@ -254,7 +254,7 @@ class EngineAdapter:
     def health(self) -> Fact:
         """HTTP status of GET /health (a 404 counts: plain OpenAI servers have none)."""
         response = self.request("GET", "/health")
-        return Fact(response.status_code, "GET /health", response.text[:200])
+        return Fact(response.status_code, "GET /health", shorten(response.text, 200))
 
     def probe_health(self) -> Fact:
         """GET /health as a verdict input: the status code, or the reason there was none."""
@@ -269,8 +269,9 @@ class EngineAdapter:
                               "temperature": 0, **extra})
         if response.status_code != 200:
             raise EndpointError(f"[{self.spec.name}] POST /v1/chat/completions: HTTP {response.status_code}: "
-                                f"{response.text[:300]!r}")
-        return response.json()
+                                f"{excerpt(response.text)}")
+        what = f"[{self.spec.name}] POST /v1/chat/completions"
+        return checked(ChatCompletion, parse_json(response.text, what), what)
 
     def auto_tool_choice_probe(self) -> Fact:
         """Send a tool with tool_choice="auto"; the HTTP status and error text (200 means accepted)."""
@@ -279,15 +280,12 @@ class EngineAdapter:
         response = self.chat({"messages": [{"role": "user", "content": "What time is it?"}], "tools": [tool],
                               "tool_choice": "auto", "max_tokens": 16, "temperature": 0})
         return Fact(response.status_code, 'POST /v1/chat/completions tools + tool_choice="auto"',
-                    response.text[:300] if response.status_code != 200 else "")
+                    shorten(response.text, 300) if response.status_code != 200 else "")
 
     @functools.cached_property
     def model_cards(self) -> list[dict]:
         """`data` of GET /v1/models."""
-        models = self.get_json("/v1/models")
-        if not isinstance(models, dict) or not isinstance(models.get("data"), list):
-            raise EndpointError(f"[{self.spec.name}] GET /v1/models: no `data` list: {json.dumps(models)[:300]}")
-        return models["data"]
+        return checked(ModelList, self.get_json("/v1/models"), f"[{self.spec.name}] GET /v1/models")["data"]
 
     def model_card(self) -> dict:
         """The /v1/models card of the inventory's model; ModelNotServed when it is not listed."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from ..contract import excerpt
 from ..errors import EndpointError
 from .base import Acceptance, EngineAdapter, Fact, KvEvidence, NotExposed
 from .logs import SglangLogFacts, is_quantized_kv, normalize_dtype, parse_sglang_log
@@ -84,11 +85,11 @@ class SglangAdapter(EngineAdapter):
                 continue
             if response.status_code >= 400:
                 raise EndpointError(f"[{self.spec.name}] GET {path}: HTTP {response.status_code}: "
-                                    f"{response.text[:300]!r}")
+                                    f"{excerpt(response.text)}")
             try:
                 data = response.json()
             except ValueError:
-                raise EndpointError(f"[{self.spec.name}] GET {path}: not JSON: {response.text[:200]!r}") from None
+                raise EndpointError(f"[{self.spec.name}] GET {path}: not JSON: {excerpt(response.text, 200)}") from None
             if not isinstance(data, dict):
                 raise EndpointError(f"[{self.spec.name}] GET {path}: not a JSON object")
             self._server_info_path = path

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import EndpointError, ParseError
+from ..answers import Version, checked
+from ..contract import shorten
+from ..errors import ParseError
 from .base import Acceptance, EngineAdapter, Fact, KvEvidence, LoadCounters, NotExposed, resolve_auto
 from .logs import Unparsed, VllmLogFacts, is_quantized_kv, parse_vllm_log
 from .metrics import Metrics, delta
@@ -44,7 +46,8 @@ class VllmAdapter(EngineAdapter):
         """vLLM answers GET /version and owns its /v1/models cards."""
         response = adapter.request("GET", "/version")
         if response.status_code == 200 and "vllm" in owners:
-            return Fact("vllm", "GET /version + /v1/models owned_by", f"{response.text[:80]}; owned_by={owners}")
+            return Fact("vllm", "GET /version + /v1/models owned_by",
+                        f"{shorten(response.text, 80)}; owned_by={owners}")
         return None
 
     @classmethod
@@ -56,10 +59,8 @@ class VllmAdapter(EngineAdapter):
 
     @functools.cached_property
     def version(self) -> Fact:
-        data = self.get_json("/version")
-        if not isinstance(data, dict) or "version" not in data:
-            raise EndpointError(f"[{self.spec.name}] GET /version: no `version` key: {str(data)[:200]}")
-        return Fact(str(data["version"]), "GET /version", str(data))
+        data = checked(Version, self.get_json("/version"), f"[{self.spec.name}] GET /version")
+        return Fact(data["version"], "GET /version", shorten(str(data), 300))
 
     @functools.cached_property
     def log(self) -> VllmLogFacts:

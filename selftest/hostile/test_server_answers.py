@@ -1,0 +1,154 @@
+"""What a hostile server answers (issue 23.1-23.3): no secret through a cut, no hang past the request's time, no
+traceback from a malformed answer, no unbounded body.
+
+Each test runs the serving smoke contract (in a subprocess) against a HostileServer on 127.0.0.1 that answers
+like vLLM except where the test says. The numbers are those of the adversarial pass that filed issue 23.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+
+import pytest
+
+from selftest.hostile.harness import API_KEY_ENV, leaks, run_contract
+from selftest.hostile.server import HostileServer, answer, sse, trickle
+
+KEY = "Zq7xW2mK9pL4vR8tN3bH6jD1fS5gA0cYeUiOoP7Q"  # 40 characters, no shape redact() knows (sk-, hf_)
+assert len(KEY) == 40
+
+
+def _no_traceback(run) -> None:
+    assert "Traceback" not in run.terminal and "INTERNALERROR" not in run.terminal, run.terminal[-4000:]
+
+
+def _outcomes(run) -> dict[str, tuple[str, str]]:
+    tests = json.loads(run.files["reports/results.json"])["tests"]
+    return {t["nodeid"].split("::")[-1].split("[")[0]: (t["outcome"], t["message"]) for t in tests}
+
+
+# ---- 23.1 secrets through a cut -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pad", [261, 120, 0])
+def test_a_key_echoed_in_a_401_body_reaches_no_file_and_no_terminal_line(tmp_path, pad):
+    """The 401 body holds the key after `pad` characters: at 261, the old `text[:300]` cut left 39 of its 40."""
+    unauthorized = answer({"detail": "x" * pad + f" invalid key {KEY} for this server"}, status=401)
+    with HostileServer({"/v1/models": unauthorized, "/v1/chat/completions": unauthorized}) as server:
+        run = run_contract(server, tmp_path, endpoint={"api_key_env": API_KEY_ENV, "request_timeout_s": 10},
+                           env={API_KEY_ENV: KEY})
+    _no_traceback(run)
+    assert any(f"Bearer {KEY}" == h.get("Authorization") for _, _, h in server.seen)  # the key was sent
+    assert "HTTP 401" in run.files["reports/results.json"], run.terminal[-3000:]
+    assert {"reports/status.md", "reports/report.html", "reports/junit.xml"} <= set(run.files)
+    assert not leaks(run.everything(), KEY)
+
+
+def test_a_key_shorter_than_8_characters_is_refused_at_load_naming_the_key(tmp_path):
+    with HostileServer() as server:
+        run = run_contract(server, tmp_path, endpoint={"api_key_env": API_KEY_ENV}, env={API_KEY_ENV: "abc"})
+    assert run.rc == 4, run.terminal[-3000:]
+    assert "endpoints[0:hostile].api_key_env" in run.terminal and f"${API_KEY_ENV} holds 3 characters" in \
+        run.terminal, run.terminal[-3000:]
+    assert not server.seen  # nothing was sent
+    _no_traceback(run)
+
+
+# ---- 23.2 a trickling server ----------------------------------------------------------------------------------
+
+def test_a_health_answer_trickling_one_byte_a_second_is_named_hung_within_the_health_timeout(tmp_path):
+    """request_timeout_s = 600 and health_timeout_s = 3: /health sends its headers, then a byte a second."""
+    with HostileServer({"/health": trickle(b"x" * 100, every_s=1.0)}) as server:
+        run = run_contract(server, tmp_path, endpoint={"request_timeout_s": 600, "health_timeout_s": 3},
+                           timeout_s=90)
+    _no_traceback(run)
+    assert run.rc not in (-9, 0), run.terminal[-3000:]
+    outcome, message = _outcomes(run)["test_health_answers_200"]
+    assert outcome == "failed" and "within 3 s" in message and "hung or trickling" in message, message
+    tests_s = sum(t["duration_s"] for t in json.loads(run.files["reports/results.json"])["tests"])
+    assert tests_s < 20, f"the serving tests took {tests_s:.1f} s"
+
+
+def test_models_trickling_one_byte_a_second_ends_at_the_request_timeout(tmp_path):
+    body = json.dumps({"object": "list", "data": [{"id": "smollm2", "owned_by": "vllm"}]}).encode()
+    with HostileServer({"/v1/models": trickle(body, every_s=1.0)}) as server:
+        run = run_contract(server, tmp_path, endpoint={"request_timeout_s": 4}, timeout_s=90)
+    _no_traceback(run)
+    outcome, message = _outcomes(run)["test_served_model_matches_inventory"]
+    assert outcome == "error" and "within 4 s" in message and "hung or trickling" in message, message
+    tests_s = sum(t["duration_s"] for t in json.loads(run.files["reports/results.json"])["tests"])
+    assert tests_s < 30, f"the serving tests took {tests_s:.1f} s"
+
+
+def test_an_event_stream_of_one_event_a_second_ends_at_the_request_timeout():
+    """The streamed chat (tool calls, reasoning, agentic grids): request_timeout_s = 3, an event a second."""
+    import time
+
+    from llmval.engines import adapter_for
+    from llmval.errors import EndpointError
+    from llmval.http import endpoint_client
+    from llmval.inventory import EndpointSpec
+
+    chunk = {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]}
+    with HostileServer({"/v1/chat/completions": sse([chunk] * 100, every_s=1.0)}) as server:
+        spec = EndpointSpec(name="hostile", platform="local", base_url=server.base_url, engine="vllm",
+                            model="smollm2", request_timeout_s=3)
+        adapter = adapter_for(spec, endpoint_client(spec))
+        started = time.monotonic()
+        with pytest.raises(EndpointError, match=r"within 3 s.*hung or trickling"):
+            adapter.chat_stream({"messages": [{"role": "user", "content": "hi"}]})
+        assert time.monotonic() - started < 5
+
+
+# ---- 23.3 malformed answers, huge bodies ---------------------------------------------------------------------
+
+MALFORMED = {
+    "models-data-strings": ({"/v1/models": answer({"object": "list", "data": ["smollm2"]})},
+                            "test_served_model_matches_inventory", "data.0"),
+    "models-body-list": ({"/v1/models": answer([])}, "test_served_model_matches_inventory", "<top level>"),
+    "choices-string": ({"/v1/chat/completions": answer({"choices": "abc"})}, "test_tiny_generation_returns_text",
+                       "choices"),
+    "models-100000-deep": ({"/v1/models": answer("[" * 100_000 + "]" * 100_000)},
+                           "test_served_model_matches_inventory", "nested too deep"),
+    "chat-not-json": ({"/v1/chat/completions": answer("<html>oops</html>")}, "test_tiny_generation_returns_text",
+                      "not JSON"),
+    "version-number": ({"/version": answer({"version": 7})}, "test_engine_is_the_declared_kind", None),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(MALFORMED))
+def test_a_malformed_answer_is_could_not_check_naming_the_shape(tmp_path, shape):
+    routes, test, named = MALFORMED[shape]
+    with HostileServer(routes) as server:
+        run = run_contract(server, tmp_path, endpoint={"request_timeout_s": 10})
+    _no_traceback(run)
+    outcomes = _outcomes(run)
+    outcome, message = outcomes[test]
+    if named is None:  # judged without the malformed part, or could not check: never a traceback
+        assert outcome in {"passed", "error"}, message
+        return
+    assert outcome == "error" and "could not check (EndpointError)" in message and named in message, message
+    assert run.rc == 10 or (run.rc == 1 and any(o == "failed" for o, _ in outcomes.values())), run.terminal[-3000:]
+
+
+def _huge(total: int, chunk: bytes = b" " * 2**20):
+    def route(request) -> None:
+        request.send_response(200)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Length", str(total))
+        request.end_headers()
+        for _ in range(total // len(chunk)):
+            request.wfile.write(chunk)
+
+    return route
+
+
+def test_a_200_mb_models_body_is_refused_past_the_cap_without_the_memory(tmp_path):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    with HostileServer({"/v1/models": _huge(200 * 2**20)}) as server:
+        run = run_contract(server, tmp_path, endpoint={"request_timeout_s": 30})
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    _no_traceback(run)
+    outcome, message = _outcomes(run)["test_served_model_matches_inventory"]
+    assert outcome == "error" and "larger than 64 MiB" in message, message
+    assert before / 1024 > 700 or peak_mb < 700, f"the run peaked at {peak_mb:.0f} MB"
