@@ -85,3 +85,33 @@ def test_unknown_via_is_other_not_ib():
 def test_a_prefix_before_the_envelope_does_not_change_the_parse(prefix):
     line = "vm:977:977 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via SHM/direct/direct"
     assert parse_nccl_log(prefix + line).transports == {"shm"}
+
+
+# REAL (public NCCL issue, RoCE HCAs timing out): NCCL's own WARN shape names its source file and line.
+WARN_REAL = ("node-2:5776:5902 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer "
+             "10.2.0.5<33092> with error 12, opcode 0, len")
+INFO_REAL = ("node-2:5776:5898 [0] NCCL INFO NET/IB : Using [0]ibP111p0s0:1/IB [1]rdmaP1111p0s2:1/RoCE [RO]; "
+             "OOB eth0:10.2.0.4<0>")
+
+
+def test_real_warn_lines_with_their_source_are_read():
+    log = parse_nccl_log(f"{INFO_REAL}\n\n{WARN_REAL}\n")  # debug.cc prints a newline before each WARN
+    assert log.lines == 2
+    assert log.warnings == ["transport/net_ib.cc:1296 NET/IB : Got completion from peer 10.2.0.5<33092> with "
+                            "error 12, opcode 0, len"]
+    assert log.ib_devices == [("ibP111p0s0", "IB"), ("rdmaP1111p0s2", "RoCE")]
+    glued = parse_nccl_log(INFO_REAL + WARN_REAL)  # two writers on one line: both envelopes found
+    assert glued.lines == 2 and len(glued.warnings) == 1
+
+
+def test_ibext_loaded_but_disabled_by_environment_is_not_listed():
+    # REAL line shapes: `NCCL_IBEXT_DISABLE set by environment to 1.` (a public vLLM multi-node guide) and the
+    # plugin's own `P2P plugin v10 IBext_v10` / `Using network IBext` (infra.md §4.3).
+    log = parse_nccl_log("h:1:1 [0] NCCL INFO NCCL_IBEXT_DISABLE set by environment to 1.\n"
+                         "h:1:1 [0] NCCL INFO P2P plugin v10 IBext_v10\n"
+                         "h:1:1 [0] NCCL INFO Using network IBext\n"
+                         "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n")
+    assert log.ibext_disabled and log.plugin_names == set() and log.networks == set()
+    assert log.transports == {"socket"}
+    enabled = parse_nccl_log("h:1:1 [0] NCCL INFO P2P plugin v10 IBext_v10\n")
+    assert not enabled.ibext_disabled and enabled.plugin_names == {"IBext_v10"}

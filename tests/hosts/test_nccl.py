@@ -18,11 +18,16 @@ def test_nccl_transport_as_expected(host, facts, expect):
     observed = {"channels": seen or "none", "forbidden seen": forbidden}
     if spec.expect_transport == "ib":
         observed["RDMA devices"] = rdma or "none (NET/IB found no device)"
+        if log.ibext_disabled:
+            observed["IBext plugin"] = "disabled (NCCL_IBEXT_DISABLE set by environment to 1)"
+    hint = ("socket/P2P where IB/SHM was declared: check NCCL_SOCKET_IFNAME, the IBext plugin, NCCL_P2P_DISABLE"
+            + ("; NCCL_IBEXT_DISABLE=1 turns the IBext plugin off: unset it" if log.ibext_disabled else ""))
+    evidence = bad or next((c.line for c in log.channels), f"{log.lines} NCCL lines in {spec.log}")
+    if not ok and log.warnings:
+        evidence += "\nNCCL WARN: " + "\nNCCL WARN: ".join(log.warnings[:3])
     expect(host.name, "hosts.nccl.transport",
            expected={"channels": spec.expect_transport, "never": sorted(spec.forbid)}, observed=observed, ok=ok,
-           hint=NCCL_HINT if not log.lines else
-           "socket/P2P where IB/SHM was declared: check NCCL_SOCKET_IFNAME, the IBext plugin, NCCL_P2P_DISABLE",
-           evidence=bad or next((c.line for c in log.channels), f"{log.lines} NCCL lines in {spec.log}"))
+           hint=NCCL_HINT if not log.lines else hint, evidence=evidence)
 
 
 def test_nccl_p2p_disabled_by_environment(host, facts, expect):

@@ -15,8 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-ENVELOPE_RE = re.compile(r"(?P<host>[^\s:()]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN) "
-                         r"(?P<msg>.*?)(?=[^\s:()]+:\d+:\d+ \[\d+\] NCCL |$)")
+ENVELOPE_RE = re.compile(r"(?P<host>[^\s:()]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<where>\S+:\d+) )?"
+                         r"NCCL (?P<level>INFO|WARN) (?P<msg>.*?)(?=[^\s:()]+:\d+:\d+ \[\d+\] (?:\S+:\d+ )?NCCL |$)")
+"""`host:pid:tid [dev] NCCL INFO msg`; a WARN names its source first (debug.cc: `"%s:%d:%d [%d] %s:%d NCCL WARN "`,
+e.g. `node-2:5776:5902 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer ...`)."""
 VERSION_RE = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)\S*\+cuda(?P<cuda>\d+\.\d+)")
 CHANNEL_RE = re.compile(r"^Channel (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)\[(?P<srcdev>[0-9a-f]+)\] -> "
                         r"(?P<dst>\d+)\[(?P<dstdev>[0-9a-f]+)\](?: \[(?P<dir>send|receive)\])? via (?P<via>\S.*)$")
@@ -65,6 +67,13 @@ class NcclLog:
     env: dict[str, str] = field(default_factory=dict)
     """`NCCL_X set by environment to V` lines (trailing period of NCCL_PARAM lines removed)."""
     warnings: list[str] = field(default_factory=list)
+    """`NCCL WARN` lines, each as `file.cc:line msg` (the source NCCL names) where the line carries one."""
+
+    @property
+    def ibext_disabled(self) -> bool:
+        """`NCCL_IBEXT_DISABLE set by environment to 1`: the IBext plugin's IB path is off (nccl#676), whatever
+        plugin name the log prints while loading it."""
+        return self.env.get("NCCL_IBEXT_DISABLE", "").strip() == "1"
 
     @property
     def transports(self) -> set[str]:
@@ -102,7 +111,7 @@ def parse_nccl_log(text: str) -> NcclLog:
             log.lines += 1
             msg = match["msg"].rstrip()
             if match["level"] == "WARN":
-                log.warnings.append(msg)
+                log.warnings.append(f"{match['where']} {msg}" if match["where"] else msg)
                 continue
             if m := CHANNEL_RE.match(msg):
                 transport, net, gdr = classify_via(m["via"])
@@ -118,4 +127,7 @@ def parse_nccl_log(text: str) -> NcclLog:
                 log.plugin_names.add(m["name"])
             elif m := SET_BY_ENV_RE.match(msg):
                 log.env[m["name"]] = m["value"]
+    if log.ibext_disabled:  # loaded, then disabled: not a network this run can use
+        log.plugin_names = {n for n in log.plugin_names if not n.startswith("IBext")}
+        log.networks = {n for n in log.networks if not n.startswith("IBext")}
     return log
