@@ -102,13 +102,23 @@ def test_real_h200_topo_p2p_matrix_parses_through_ansi_header(mode, status):
 
 
 @given(n=st.integers(min_value=1, max_value=8), statuses=st.lists(st.sampled_from(["OK", "CNS", "GNS", "TNS", "NS",
-                                                                                      "U"]), min_size=64, max_size=64))
+                                                                                      "DR", "U"]), min_size=64,
+                                                                    max_size=64))
 def test_topo_p2p_render_parse_roundtrip(n, statuses):
     names = [f"GPU{i}" for i in range(n)]
     want = {(a, b): statuses[i * 8 + j] for i, a in enumerate(names) for j, b in enumerate(names) if a != b}
     lines = [" \t\x1b[4m" + "\t".join(names) + "\t\x1b[0m"]
     lines += [f" {a}\t" + "\t".join("X" if a == b else want[(a, b)] for b in names) + "\t" for a in names]
     assert parse_nvidia_smi_topo_p2p("\n".join([*lines, "", "Legend:", "  X    = Self"])) == want
+
+
+def test_topo_p2p_disabled_by_regkey_is_a_status():
+    """Issue 21.5: driver 610 prints `DR   = Disabled by regkey` in the legend (a public RTX PRO 6000 report,
+    610.43.02), so `DR` can be a cell; it was a parse error ("row does not match the header")."""
+    real = (REAL / "nvidia-smi-topo-p2p-r.txt").read_text()  # the REAL H200 layout (tabs, ANSI header)
+    text = real.replace(" GPU0\tX\tOK", " GPU0\tX\tDR").replace(" GPU1\tOK\tX", " GPU1\tDR\tX")
+    text = text.replace("  NS   = Not supported\n", "  NS   = Not supported\n  DR   = Disabled by regkey\n")
+    assert "DR" in text and parse_nvidia_smi_topo_p2p(text) == {("GPU0", "GPU1"): "DR", ("GPU1", "GPU0"): "DR"}
 
 
 def test_topo_p2p_without_matrix_is_a_parse_error():

@@ -157,11 +157,12 @@ def parse_nvidia_smi_xml(text: str) -> SmiLog:
 
 ANSI_ESCAPE_RE = re.compile(r"\x1b\[[0-9;]*m")
 """nvidia-smi topo puts underline escapes in its header even when stdout is not a terminal (real H200 capture)."""
-P2P_STATUSES = frozenset({"X", "OK", "CNS", "GNS", "TNS", "NS", "U"})
+P2P_STATUSES = frozenset({"X", "OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
+"""The legend of `nvidia-smi topo -p2p`; `DR` = "Disabled by regkey" (driver 610's legend adds it)."""
 
 
 def parse_nvidia_smi_topo_p2p(text: str) -> dict[tuple[str, str], str]:
-    """`nvidia-smi topo -p2p r` (or w, n, a, p): (GPUi, GPUj) → status (OK, CNS, GNS, TNS, NS, U) for i != j.
+    """`nvidia-smi topo -p2p r` (or w, n, a, p): (GPUi, GPUj) → status (OK, CNS, GNS, TNS, NS, DR, U) for i != j.
 
     >>> parse_nvidia_smi_topo_p2p(" \\tGPU0\\tGPU1\\t\\n GPU0\\tX\\tNS\\t\\n GPU1\\tNS\\tX\\t\\n")
     {('GPU0', 'GPU1'): 'NS', ('GPU1', 'GPU0'): 'NS'}
