@@ -47,6 +47,21 @@ def test_failure_message_quotes_stdout_when_stderr_is_empty():
         facts.links()
 
 
+# REAL words (a public report, driver 610.57.04: the first line of `nvidia-smi 2>&1` with GPU1 lost, the others
+# listed after it); here before the query rows of the GPUs still there, with exit code 0 as a wrapper hands it on.
+LOST_RC0 = ("Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error\n"
+            "0, NVIDIA RTX PRO 6000 Blackwell Server Edition, GPU-a, 00000000:21:00.0, 610.57.04, 12.0, 97887\n")
+
+
+def test_lost_gpu_words_with_exit_code_0_are_lost_gpus_not_a_parse_error():
+    """Issue 21.5: the answer above was `ParseError: expected 7 columns, got 1`, the GPU count could not check."""
+    facts = HostFacts(_Canned(0, LOST_RC0))
+    assert facts.gpus_lost() == ("nvidia-smi says the GPUs are gone: Unable to determine the device handle for "
+                                 "GPU1: 0000:34:00.0: Unknown Error")
+    only = HostFacts(_Canned(0, "No devices were found\n"))
+    assert only.gpus_lost() == "nvidia-smi says the GPUs are gone: No devices were found"
+
+
 @pytest.mark.parametrize("case", sorted(LOST))
 def test_lost_gpus_are_named_in_nvidia_smis_words(case):
     rc, words = LOST[case]

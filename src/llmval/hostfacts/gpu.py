@@ -45,8 +45,11 @@ class GpusLost(CommandFailed):
 def gpus(host: Reader) -> list[GpuInfo]:
     """GPUs from nvidia-smi's CSV query; GpusLost when nvidia-smi itself says the GPUs are gone."""
     result = host.result(GPU_QUERY)
-    if result.rc != 0 and GPUS_LOST_RE.search(f"{result.stdout}\n{result.stderr}"):
-        raise GpusLost(host.name, result.command, f"nvidia-smi says the GPUs are gone: {result.failure}")
+    if GPUS_LOST_RE.search(f"{result.stdout}\n{result.stderr}"):  # whatever the exit code: through some
+        # wrappers (and for one lost GPU among others) nvidia-smi's words come with rc 0
+        words = result.failure if result.rc != 0 else "; ".join(
+            line.strip() for line in f"{result.stdout}\n{result.stderr}".splitlines() if GPUS_LOST_RE.search(line))
+        raise GpusLost(host.name, result.command, f"nvidia-smi says the GPUs are gone: {words}")
     if result.rc != 0:
         raise CommandFailed(host.name, result.command, result.failure)
     return parse_nvidia_smi_query(result.stdout)
