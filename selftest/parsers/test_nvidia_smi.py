@@ -112,6 +112,18 @@ def test_topo_p2p_render_parse_roundtrip(n, statuses):
     assert parse_nvidia_smi_topo_p2p("\n".join([*lines, "", "Legend:", "  X    = Self"])) == want
 
 
+@pytest.mark.parametrize(("cut", "why"), [
+    (lambda t: t.splitlines()[0], "has no newline"),  # cut on a row boundary, before the row's newline
+    (lambda t: t.splitlines(keepends=True)[1], r"indices \[1\]"),  # the first row lost (a tail-capped answer)
+])
+def test_a_cut_query_answer_is_a_parse_error_never_fewer_gpus(cut, why):
+    """Issue 21.5: the REAL two-GPU H200 answer cut after its first row read as "1 GPU"."""
+    real = (REAL / "nvidia-smi-query-short.csv").read_text()
+    assert len(parse_nvidia_smi_query(real)) == 2
+    with pytest.raises(ParseError, match=why):
+        parse_nvidia_smi_query(cut(real))
+
+
 def test_topo_p2p_disabled_by_regkey_is_a_status():
     """Issue 21.5: driver 610 prints `DR   = Disabled by regkey` in the legend (a public RTX PRO 6000 report,
     610.43.02), so `DR` can be a cell; it was a parse error ("row does not match the header")."""

@@ -2,7 +2,7 @@
 
 Use machine formats only (never the human table, which truncates names).
 
-    >>> gpus = parse_nvidia_smi_query("0, NVIDIA GB10, GPU-1, 0000000F:01:00.0, 580.95.05, 12.1, [N/A]")
+    >>> gpus = parse_nvidia_smi_query("0, NVIDIA GB10, GPU-1, 0000000F:01:00.0, 580.95.05, 12.1, [N/A]\\n")
     >>> gpus[0].compute_cap, gpus[0].memory_total_mib
     ('12.1', None)
 """
@@ -88,7 +88,10 @@ def parse_nvidia_smi_query(text: str, fields: tuple[str, ...] = GPU_QUERY_FIELDS
     """Rows of `nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`.
 
     `fields` gives the column order; `name` may be last and then keeps any commas it contains.
-    An empty output is an empty list (no GPU), not an error.
+    An empty output is an empty list (no GPU), not an error. An answer that was cut is a ParseError, never
+    fewer GPUs: nvidia-smi ends every row with a newline and numbers the GPUs it lists 0..n-1, so a last row
+    without its newline, or missing indices, mean rows were lost on the way (a cut exactly after a row's
+    newline that keeps the rows from 0 cannot be told from a host with fewer GPUs).
     """
     source = "nvidia-smi --query-gpu CSV"
     required = {"index", "uuid", "pci.bus_id", "driver_version", "name"}
@@ -115,6 +118,12 @@ def parse_nvidia_smi_query(text: str, fields: tuple[str, ...] = GPU_QUERY_FIELDS
             driver_version=row["driver_version"], compute_cap=None if cap is None or cap in NOT_AVAILABLE else cap,
             memory_total_mib=_mib(row["memory.total"], source) if "memory.total" in row else None,
         ))
+    if gpus and not text.endswith("\n"):
+        raise ParseError(source, f"the answer was cut: its last row (GPU {gpus[-1].index}) has no newline, so rows "
+                         f"after it may be lost; {len(gpus)} GPU(s) read", text.splitlines()[-1])
+    if (indices := sorted(g.index for g in gpus)) != list(range(len(gpus))):
+        raise ParseError(source, f"rows are missing: nvidia-smi numbers its GPUs 0..n-1, the answer has indices "
+                         f"{indices} (cut or merged output)", text[:200])
     return gpus
 
 
