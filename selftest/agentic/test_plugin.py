@@ -28,7 +28,7 @@ def _verdicts(results_json: Path) -> dict[str, str]:
 
 @pytest.mark.skipif(not (RECORDING / "results-live.json").exists(), reason="no committed agentic recording")
 def test_recorded_fault_run_replays_failing_the_long_cells_on_the_context_limit(pytester):
-    result = run_contract(pytester, "-p", "no:xdist", "-m", "accuracy", "-k", "agentic",
+    result = run_contract(pytester, "-p", "no:xdist", "-v", "-m", "accuracy", "-k", "agentic",
                           "--inventory", str(INVENTORY), "--replay", str(RECORDING))
     reports = pytester.path / "reports"
     verdicts = _verdicts(reports / "results.json")

@@ -27,7 +27,7 @@ def _verdicts(results_json: Path) -> dict[str, str]:
 
 @pytest.mark.skipif(not (RECORDING / "results-live.json").exists(), reason="no committed NIAH recording")
 def test_recorded_niah_grid_replays_with_the_live_verdicts(pytester):
-    result = run_contract(pytester, "-p", "no:xdist", "-m", "accuracy", "-k", "niah or needle",
+    result = run_contract(pytester, "-p", "no:xdist", "-v", "-m", "accuracy", "-k", "niah or needle",
                           "--inventory", str(INVENTORY), "--replay", str(RECORDING))
     reports = pytester.path / "reports"
     assert _verdicts(reports / "results.json") == _verdicts(RECORDING / "results-live.json"), \

@@ -42,6 +42,9 @@ class LlmvalError(Exception):
 
     depends_on: tuple[str, ...] = ()
     """Check ids whose failure explains this error (the status document groups it under them)."""
+    reason: str = ""
+    """The cause this error shares with others, without the check's own target (the recording has no answer
+    for `POST /tokenize`); errors of one reason are one root cause in the reports. Empty: the message is it."""
 
 
 def printable(text: str, limit: int = 300) -> str:

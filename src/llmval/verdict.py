@@ -51,6 +51,9 @@ class Verdict(BaseModel):
     cause: Cause
     depends_on: tuple[str, ...] = Field((), description="check ids that must hold for this check to mean anything")
     error: str = Field("", description="for could-not-check: the error type (CommandTimeout, ModelNotServed)")
+    reason: str = Field("", description="for could-not-check: the cause it shares with other checks, without its "
+                                        "own target (the recording has no answer for POST /tokenize); empty when "
+                                        "`observed` says it")
 
     @property
     def is_held(self) -> bool:
@@ -60,6 +63,12 @@ class Verdict(BaseModel):
     def is_failing(self) -> bool:
         """Broken or could not check (a blocked verdict is expected to fail and does not count)."""
         return self.cause in FAILING
+
+    @property
+    def shared_cause(self) -> str:
+        """For could-not-check: the cause it shares with other checks (its reason, else what it observed); the
+        reports count the checks of one shared cause as one root cause. Empty for the other causes."""
+        return (self.reason or self.observed) if self.cause == Cause.COULD_NOT_CHECK else ""
 
     def message(self) -> str:
         """The failure text pytest shows: the `mismatch` block, or `could not check (Error): cause`."""
@@ -106,9 +115,10 @@ def could_not_check(target: str, check: str, error: BaseException, *, depends_on
     """The verdict of a check the suite could not make; the error's own `depends_on` joins the declared ones."""
     extra = tuple(getattr(error, "depends_on", ()) or ())
     deps = tuple(dict.fromkeys((*depends_on, *extra)))
+    reason = str(getattr(error, "reason", "") or "")
     return Verdict(target=target, check=check, observed=redact(shorten(str(error), 1000)),
                    hint=redact(str(getattr(error, "hint", "") or "")), cause=Cause.COULD_NOT_CHECK,
-                   depends_on=deps, error=type(error).__name__)
+                   depends_on=deps, error=type(error).__name__, reason=redact(shorten(reason, 1000)) if reason else "")
 
 
 def deciding(verdicts: list[Verdict]) -> Verdict | None:

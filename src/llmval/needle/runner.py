@@ -48,7 +48,12 @@ ResultT = TypeVar("ResultT", bound=_HasError)
 
 class CellNotMeasured(LlmvalError):
     """A grid cell (NIAH or agentic) could not be measured: the endpoint failed, or the grid's time budget was
-    spent."""
+    spent. `reason` is the cell's own error (the same for every cell a missing answer or a down endpoint
+    stopped), so the reports count those cells under one root cause."""
+
+    def __init__(self, message: str, *, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason
 
 
 class GridCells(Generic[CellT, ResultT]):
@@ -80,7 +85,8 @@ class GridCells(Generic[CellT, ResultT]):
             self.results[key] = self._measure(cell)
         result = self.results[key]
         if result.error is not None:
-            raise CellNotMeasured(f"[{self.endpoint.name}] {self.label} cell {key}: {result.error}")
+            raise CellNotMeasured(f"[{self.endpoint.name}] {self.label} cell {key}: {result.error}",
+                                  reason=result.error)
         return result
 
     def measure_all(self) -> list[ResultT]:
@@ -88,10 +94,13 @@ class GridCells(Generic[CellT, ResultT]):
         for cell in self.cells:
             if cell.id not in self.results:
                 self.results[cell.id] = self._measure(cell)
-        failed = [f"{r.cell.id}: {r.error}" for r in self.results.values() if r.error is not None]
-        if failed:
+        errors = {r.cell.id: r.error for r in self.results.values() if r.error is not None}
+        if errors:
+            shared = set(errors.values())
+            failed = [f"{cell}: {error}" for cell, error in errors.items()]
             raise CellNotMeasured(f"[{self.endpoint.name}] {len(failed)} {self.label} cells could not be measured, "
-                                  "so the grid's gates cannot be judged:\n  " + "\n  ".join(failed[:10]))
+                                  "so the grid's gates cannot be judged:\n  " + "\n  ".join(failed[:10]),
+                                  reason=shared.pop() if len(shared) == 1 else "")
         return [self.results[c.id] for c in self.cells]
 
     def _document_head(self, complete: bool) -> dict:

@@ -94,8 +94,10 @@ class GridSession(Generic[Spec, Runner]):
         for grid, runner in self.runners.items():
             if runner.results:
                 paths = ", ".join(self.write_reports(runner))
-                self.say(f"{self.kind} {grid}: {len(runner.results)}/{len(runner.cells)} cells measured in "
-                         f"{runner.measure_s:.0f} s; reports: {paths}")
+                failed = sum(1 for r in runner.results.values() if r.error is not None)
+                self.say(f"{self.kind} {grid}: {len(runner.results) - failed}/{len(runner.cells)} cells measured"
+                         + (f" ({failed} could not be)" if failed else "")
+                         + f" in {runner.measure_s:.0f} s; reports: {paths}")
 
     def close(self) -> None:
         for client in self._clients:

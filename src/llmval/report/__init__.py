@@ -18,13 +18,14 @@ from .blockers import BlockerVerdict, judge, lifted_message, reference_problems,
 from .diff import Change, diff_runs, flatten, inventory_changes
 from .html import render_html, status_fragment
 from .secrets import inventory_secret_values, redact_tree
-from .status import StatusDocument, build_status, evidence_paths, render_markdown
+from .status import StatusDocument, build_status, by_test, evidence_paths, render_markdown
 
 __all__ = [
     "BlockerVerdict",
     "Change",
     "StatusDocument",
     "build_status",
+    "by_test",
     "diff_runs",
     "evidence_paths",
     "flatten",

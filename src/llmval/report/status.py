@@ -160,22 +160,50 @@ def _clip(text: str, limit: int = 240) -> str:
 
 @dataclasses.dataclass
 class Failure:
-    """One failed or errored test with the verdict that decided it."""
+    """One failed or errored test with the verdict that decided it; a root failure also carries the failures
+    that depend on it and the other root failures of its shared cause (`also`: one missing recorded answer,
+    one endpoint down)."""
 
     test: TestResult
     verdict: Verdict
     dependents: list[Failure] = dataclasses.field(default_factory=list)
+    also: list[Failure] = dataclasses.field(default_factory=list)
 
     @property
     def state(self) -> str:
         return ERROR if self.verdict.cause == Cause.COULD_NOT_CHECK else FAIL
 
+    @property
+    def members(self) -> list[Failure]:
+        """This failure and the others of its shared cause."""
+        return [self, *self.also]
+
+    @property
+    def errors(self) -> str:
+        """The error types of the members, in order (`CellNotMeasured, ReplayMiss`)."""
+        return ", ".join(dict.fromkeys(m.verdict.error or "error" for m in self.members))
+
     def describe(self) -> str:
-        """One line naming the check (or the test), the target and what was seen."""
+        """One line naming the check (or the test), the target and what was seen; for a shared cause, how many
+        checks it stopped and the cause."""
         v = self.verdict
+        if self.also:
+            return (f"could not check {len(self.members)} checks ({self.errors}), one cause: "
+                    f"{esc(_clip(v.shared_cause, 300))}")
         if v.cause == Cause.COULD_NOT_CHECK:
             return f"`{v.check}` on {esc(v.target or '?')} — could not check ({v.error}): {esc(_clip(v.observed, 300))}"
         return f"`{v.check}` on {esc(v.target)}: expected {esc(v.expected)}, observed {esc(v.observed)}"
+
+
+def by_test(failures: list[Failure]) -> list[tuple[str, list[str]]]:
+    """(test id without parameters, [parameter ids]) of `failures`, in order: the cells under a root cause."""
+    groups: dict[str, list[str]] = {}
+    for failure in failures:
+        test, bracket, param = failure.test.nodeid.partition("[")
+        groups.setdefault(test, [])
+        if bracket:
+            groups[test].append(param[:-1])
+    return list(groups.items())
 
 
 def _unjudged_verdict(test: TestResult) -> Verdict:
@@ -193,7 +221,8 @@ def root_causes(results: RunResults) -> list[Failure]:
     """Each root failure (no failing check it depends on), with the failures that depend on it under it.
 
     A failure depends on another when its verdict's `depends_on` names that check, failing on the same
-    target (or on a target its own name starts with); chains lead to their first failure.
+    target (or on a target its own name starts with); chains lead to their first failure. Could-not-check
+    roots of one shared cause (`Verdict.shared_cause`) are one root failure, the others in its `also`.
     """
     failures = []
     for test in results.tests:
@@ -226,32 +255,39 @@ def root_causes(results: RunResults) -> list[Failure]:
             roots.append(failure)
         else:
             node.dependents.append(failure)
-    return sorted(roots, key=lambda f: (f.state != FAIL, -len(f.dependents)))
+    shared: dict[str, Failure] = {}
+    grouped: list[Failure] = []
+    for root in roots:  # could-not-check roots of one shared cause are one root cause
+        key = root.verdict.shared_cause
+        if key and key in shared:
+            shared[key].also.append(root)
+            shared[key].dependents += root.dependents
+            continue
+        if key:
+            shared[key] = root
+        grouped.append(root)
+    return sorted(grouped, key=lambda f: (f.state != FAIL, -len(f.members) - len(f.dependents)))
 
 
 def _failing(roots: list[Failure]) -> Section:
     section = Section("Failing", level=3, note="root causes first: broken contract (FAIL) or could not check "
                                                 "(ERROR), with the checks that could not run because of each")
-    same_cause: dict[tuple[str, str], Item] = {}
     for root in roots:
         v = root.verdict
-        detail = [f"test: `{root.test.nodeid}`"]
+        if root.also:
+            detail = [f"`{test}` ×{len(params)}" + (": " + ", ".join(f"`{p}`" for p in params) if params else "")
+                      for test, params in by_test(root.members)]
+        else:
+            detail = [f"test: `{root.test.nodeid}`"]
         if v.hint:
             detail.append(f"fix: {esc(v.hint)}")
         if v.evidence:
             detail.append(f"evidence: {esc(_clip(v.evidence))}")
-        if not root.dependents and v.cause == Cause.COULD_NOT_CHECK:
-            key = (v.error, v.observed)
-            if key in same_cause:  # one item per cause, naming every test it stopped
-                same_cause[key].detail.append(f"also: `{root.test.nodeid}`")
-                continue
         item = Item(root.describe(), root.state, detail)
         if root.dependents:
             n = len(root.dependents)
             item.detail.append(f"{n} check{'s' if n > 1 else ''} could not run because `{v.check}` failed:")
             item.children = [Item(f"{_clip(d.describe(), 260)} (`{d.test.nodeid}`)", d.state) for d in root.dependents]
-        elif v.cause == Cause.COULD_NOT_CHECK:
-            same_cause[(v.error, v.observed)] = item
         section.items.append(item)
     if not section.items:
         section.items.append(Item("nothing failing", OK))
@@ -388,7 +424,8 @@ def _next_steps(roots: list[Failure], inventory: Inventory, from_decisions: list
     for root in roots:
         v = root.verdict
         text = (f"Fix `{v.check}` on {esc(v.target)}" if v.cause == Cause.BROKEN else
-                f"Make `{root.test.nodeid}` checkable again")
+                f"Make {len(root.members)} checks checkable again ({esc(_clip(v.shared_cause, 200))})" if root.also
+                else f"Make `{root.test.nodeid}` checkable again")
         if root.dependents:
             text += f" (then {len(root.dependents)} dependent check{'s' if len(root.dependents) > 1 else ''} can run)"
         section.items.append(Item(text + (f": {esc(v.hint)}" if v.hint else ""), root.state))
