@@ -166,20 +166,20 @@ def write_results(reports_dir: Path, *, inventory_path: str, deployment: str, st
 
 
 def write_document(reports_dir: Path, document: dict, started: dt.datetime) -> Path:
-    """Write an already-built results document as results.json and into history/; return the main path."""
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    """Write an already-built results document as results.json and into history/ (each atomically, never through
+    a link: llmval.report.files); return the main path. ReportsNotWritable when the folder cannot take them."""
+    from .report.files import check_reports_dir, write_bytes
+
+    check_reports_dir(reports_dir, (HISTORY_DIR,))
+    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     history = reports_dir / HISTORY_DIR
-    history.mkdir(exist_ok=True)
     stem = f"results-{started.strftime('%Y%m%dT%H%M%SZ')}-{document['deployment']}"
     target, n = history / f"{stem}.json", 1
-    while target.exists():  # two runs in one second keep both
+    while target.exists() or target.is_symlink():  # two runs in one second keep both
         n += 1
         target = history / f"{stem}.{n:02d}.json"
-    target.write_text(text, encoding="utf-8")
-    path = reports_dir / RESULTS_FILE
-    path.write_text(text, encoding="utf-8")
-    return path
+    write_bytes(target, data)  # atomic: a full disk leaves no half-written history file
+    return write_bytes(reports_dir / RESULTS_FILE, data)
 
 
 def load_results(path: Path) -> dict:

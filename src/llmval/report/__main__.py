@@ -11,10 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..contract import redact
 from ..errors import LlmvalError
 from ..inventory import load_inventory
 from ..results import RESULTS_FILE, history_files, load_results
+from .files import write_report
 from .html import render_html
 from .secrets import inventory_secret_values
 from .status import build_status, render_markdown
@@ -39,9 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     doc = build_status(results, inventory, previous=previous,
                        previous_name=f"history/{earlier[-1].name}" if earlier else None, plots=plots)
     secrets = inventory_secret_values(inventory.model_dump(mode="json"))
-    (args.reports_dir / "status.md").write_text(redact(render_markdown(doc), secrets), encoding="utf-8")
-    (args.reports_dir / "report.html").write_text(redact(render_html(doc, results, args.reports_dir), secrets),
-                                                  encoding="utf-8")
+    try:
+        write_report(args.reports_dir / "status.md", render_markdown(doc), secrets)
+        write_report(args.reports_dir / "report.html", render_html(doc, results, args.reports_dir), secrets)
+    except LlmvalError as error:
+        print(f"llmval.report: {error}", file=sys.stderr)
+        return 4
     print(f"{doc.verdict}: {args.reports_dir / 'status.md'} · {args.reports_dir / 'report.html'}")
     return 0 if doc.verdict == "GREEN" else 1
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from ..inventory import Inventory
 from ..results import RunResults
 from ..verdict import Cause
+from .files import write_bytes
 
 ENGINE_VERSION_MEASURE = "serving.engine.version"
 
@@ -77,4 +78,4 @@ def finish_junit(path: Path, results: RunResults, inventory: Inventory) -> None:
         if moved:
             suite.set("failures", str(int(suite.get("failures", "0")) - moved))
             suite.set("errors", str(int(suite.get("errors", "0")) + moved))
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    write_bytes(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))

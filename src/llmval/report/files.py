@@ -1,0 +1,102 @@
+"""Writing the reports: atomically, never through a planted link, redacted once more on the way out (issue 23.5).
+
+The suite often runs as root, and the reports folder may be shared: a `status.md` planted as a symlink to
+/etc/shadow must not be written through, and a full or read-only disk must not leave a half-written
+`results.json` or `history/results-*.json` behind. So:
+
+- `check_reports_dir(folder)` runs before any check: the folder is (or becomes) a directory we can create
+  files in, its `history/` too; otherwise one `ReportsNotWritable` naming the folder and why (exit 4).
+- `write_report(path, text, secrets)` redacts `text` (the last seam: whatever a renderer let through),
+  writes it to a new temporary file beside `path` (`O_CREAT | O_EXCL`, never following a link), flushes it to
+  disk, and renames it over `path`: a link planted at `path` is replaced, its target untouched; on any error
+  the temporary file is removed and `path` is what it was before.
+- `unlink_planted_link(path)` removes a symlink where pytest's junitxml (which opens its path itself) would
+  write, so junit too replaces a link instead of writing through it.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> write_report(folder / "status.md", "key=abcdefgh1234", ["abcdefgh1234"]).read_text()
+    'key=***'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..contract import redact
+from ..errors import LlmvalError
+
+
+class ReportsNotWritable(LlmvalError):
+    """The reports folder (or a report in it) cannot be written: not a folder, read-only, full."""
+
+
+def _refuse(folder: Path, why: str) -> ReportsNotWritable:
+    return ReportsNotWritable(f"the reports folder {folder} cannot be written: {why}; pass --reports DIR naming "
+                              "a folder this user can write")
+
+
+def check_reports_dir(folder: Path, subfolders: Iterable[str] = ("history",)) -> None:
+    """Make sure reports can be written into `folder` (created when missing) and its `subfolders`."""
+    folder = Path(folder)
+    for target in [folder, *(folder / name for name in subfolders)]:
+        if target.is_symlink() and target != folder:
+            raise _refuse(folder, f"{target.name} is a symbolic link")
+        if target.exists() and not target.is_dir():
+            raise _refuse(folder, f"{target} exists and is not a folder")
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=target, prefix=".llmval-probe-"):
+                pass
+        except OSError as error:
+            raise _refuse(folder, f"{type(error).__name__}: {error.strerror or error}") from None
+
+
+def write_report(path: Path, text: str, secrets: Iterable[str] = ()) -> Path:
+    """Write `text`, redacted, to `path` atomically (temp file + rename); a link at `path` is replaced."""
+    return write_bytes(path, redact(text, secrets).encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """`data` to `path` atomically: a new file beside it, flushed, renamed over it (never through a link)."""
+    path = Path(path)
+    try:
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise _refuse(path.parent, f"cannot create a file there ({error.strerror or error})") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise _refuse(path.parent, f"writing {path.name} failed ({error.strerror or error}); the previous "
+                                   f"{path.name} is left as it was") from None
+    return path
+
+
+def remove_stale(paths: Iterable[Path]) -> list[Path]:
+    """Remove the previous run's reports at `paths` (when this run's cannot be written, an old GREEN must not be
+    read as this run's); the ones removed."""
+    removed = []
+    for path in map(Path, paths):
+        with contextlib.suppress(OSError):
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def unlink_planted_link(path: Path) -> None:
+    """Remove a symbolic link at `path` (a report is a file we write, never a link we follow)."""
+    path = Path(path)
+    if path.is_symlink():
+        path.unlink()
