@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, HttpUrl, field_validator
+from pydantic import Field, HttpUrl, field_validator, model_validator
 
 from ._base import Spec
 from ._values import BaseUrlText, EnvKey, Label, Name, Rate, Seconds, check_source
@@ -40,6 +40,22 @@ class ServingExpect(Spec):
     distributed_executor_backend: Literal["ray", "mp", "uni"] | None = None
 
 
+DEFAULT_LARGE_ARGUMENT_KIB = (8, 32, 64)
+LARGE_ARGUMENT_BYTES_PER_TOKEN_MAX = 4
+"""No tokenizer packs the large-string text denser than this: SmolLM2's reads it at 1.98 bytes a token in the
+prompt and 1.41 JSON-escaped in the answer (measured on the catalogue's own 1/8/32 KiB values)."""
+
+
+def large_argument_fits(kib: int, max_model_len: int) -> bool:
+    """Whether a large-string case of `kib` KiB can fit the served context at all: its value is in the prompt and
+    again in the answer, each at least kib * 1024 / LARGE_ARGUMENT_BYTES_PER_TOKEN_MAX tokens.
+
+    >>> large_argument_fits(8, 8192), large_argument_fits(32, 8192), large_argument_fits(64, 262144)
+    (True, False, True)
+    """
+    return 2 * kib * 1024 / LARGE_ARGUMENT_BYTES_PER_TOKEN_MAX <= max_model_len
+
+
 class ToolCallGates(Spec):
     """The tool-call catalogue sweep (tests/serving/test_tool_calls.py) and its gates, per category.
 
@@ -54,8 +70,11 @@ class ToolCallGates(Spec):
     """Cases per category (large_string: one per size in `large_argument_kib`); each runs non-streamed and
     streamed, so a cell has 2 x cases samples."""
     parallel_calls: int = Field(5, ge=2, le=128)
-    large_argument_kib: list[Annotated[int, Field(ge=1, le=16384)]] = Field([8, 32, 64], max_length=32)
-    """Sizes of the large-string cases; the seeds' truncation bug shows at 8-64 KiB."""
+    large_argument_kib: list[Annotated[int, Field(ge=1, le=16384)]] = Field(list(DEFAULT_LARGE_ARGUMENT_KIB),
+                                                                            max_length=32)
+    """Sizes of the large-string cases; the seeds' truncation bug shows at 8-64 KiB. With the endpoint's
+    `max_model_len` declared, a size that cannot fit it (`large_argument_fits`) is refused when the inventory
+    loads; left out, the default keeps the sizes of 8, 32, 64 that fit."""
     min_validity: dict[Label, Rate] = {}
     """Minimum share of valid answers (JSON object, schema-valid, untruncated, no markup leak, stream = non-stream)."""
     min_accuracy: dict[Label, Rate] = {}
@@ -103,6 +122,30 @@ class EndpointSpec(Spec):
     reasoning: bool = False
     """The model emits reasoning that the reasoning parser must split off."""
     smoke: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _large_arguments_fit(cls, data: object) -> object:
+        """A large-string size the served context cannot hold is refused now, never sent and judged an invalid
+        call; the default sizes are those that fit."""
+        if not isinstance(data, dict):
+            return data
+        length, gates = data.get("max_model_len"), data.get("tool_calls", {})
+        if not isinstance(length, int) or isinstance(length, bool) or length < 1 or not isinstance(gates, dict):
+            return data
+        sizes = gates.get("large_argument_kib")
+        if sizes is None:
+            fit = [kib for kib in DEFAULT_LARGE_ARGUMENT_KIB if large_argument_fits(kib, length)]
+            return {**data, "tool_calls": {**gates, "large_argument_kib": fit}}
+        too_big = [kib for kib in sizes if isinstance(kib, int) and not isinstance(kib, bool) and kib >= 1
+                   and not large_argument_fits(kib, length)] if isinstance(sizes, list) else []
+        if too_big:
+            largest = max(k for k in range(1, 16385) if large_argument_fits(k, length))
+            raise ValueError(f"tool_calls.large_argument_kib: {too_big} KiB cannot fit the served context "
+                             f"(max_model_len = {length}): a value is in the prompt and again in the answer, at "
+                             f"least {LARGE_ARGUMENT_BYTES_PER_TOKEN_MAX} bytes a token each; at most {largest} "
+                             "KiB fits (drop the larger sizes, or declare the real max_model_len)")
+        return data
 
     @field_validator("logs")
     @classmethod
