@@ -47,7 +47,7 @@ def test_replay_of_an_unrecorded_request_is_could_not_check(pytester, tmp_path):
     empty = tmp_path / "rec"
     empty.mkdir()
     (empty / "commands-1.jsonl").write_text(json.dumps({
-        "host": "localhost", "command": "true", "rc": 0, "stdout": "", "stderr": "", "duration_s": 0.0,
+        "host": "localhost", "command": "uname -a", "rc": 0, "stdout": "Linux\n", "stderr": "", "duration_s": 0.0,
         "timed_out": False}) + "\n")
     result = run_contract(pytester, "-m", "smoke and serving", "-p", "no:xdist", "--replay", str(empty))
     assert result.ret == 10  # could not check (llmval.exitcodes.ExitCode.COULD_NOT_CHECK)

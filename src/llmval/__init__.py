@@ -18,6 +18,7 @@ from .errors import (
     LlmvalError,
     NotReady,
     ParseError,
+    RecordingError,
     ReplayMiss,
 )
 from .inventory import Inventory, inventory_json_schema, load_inventory
@@ -47,6 +48,7 @@ __all__ = [
     "NotReady",
     "ParseError",
     "Recorder",
+    "RecordingError",
     "Replay",
     "ReplayMiss",
     "Verdict",

@@ -19,6 +19,8 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
      ├── NotReported         (llmval.health) a GPU health field is [N/A] / Not Supported, or no kernel log reads
      ├── ReplayMiss          --replay has no recorded answer for a command or request
+     ├── RecordingError      a --replay folder is not a recording (file, line, reason): bad line, not a regular
+     │                       file, over the size cap, a command off the read-only allow-list, two that disagree
      ├── UnsafeArgument      (llmval.hostfacts) a value would read as an option or break a read-only command
      ├── NotReady            a stack did not become ready (what, deadline, last observation)
      │    ├── Crashed            (llmval.launch) our process exited, the unit failed, the container exited
@@ -110,6 +112,16 @@ class EndpointError(LlmvalError):
 
 class ReplayMiss(LlmvalError):
     """A replayed run asked for something the recording does not hold."""
+
+
+class RecordingError(LlmvalError):
+    """A `--replay` folder cannot be replayed: the message names the file (and line) and the reason, control
+    characters escaped, long values shortened, as InventoryError does for an inventory."""
+
+    def __init__(self, where: str, reason: str):
+        self.where = where
+        self.reason = reason
+        super().__init__(f"invalid recording {printable(where, 400)}: {printable(reason, 600)}")
 
 
 class NotReady(LlmvalError):

@@ -1,24 +1,43 @@
 """Record every host command and HTTP exchange of a run, and answer them again offline.
 
-A recording is a folder of JSON-lines files: `commands-<pid>.jsonl` and `http-<pid>.jsonl` (one per
-process, so xdist workers never share a file). `Replay` loads a folder and answers each request from
-the recorded ones with the same key, in recorded order; once a key's answers are used up it repeats
-the last, because a replayed run may ask the same thing more often than the recorded one did.
+A recording is one folder per run: `commands-<pid>.jsonl` and `http-<pid>.jsonl` (one file per process, so
+xdist workers never share a file), each line one record (`CommandRecord`, `HttpRecord`). `--record DIR`
+refuses a folder that already holds a recording: one folder is one run. `Replay` loads one or more folders
+(`--replay A --replay B`: a host recording and a serving recording of the same deployment, merged) and
+answers each request from the recorded ones with the same key, in recorded order; once a key's answers are
+used up it repeats the last, because a replayed run may ask the same thing more often than the recorded one
+did. Two folders that answer one key differently are an error, not a choice.
+
+A recording is input like an inventory: it is validated whole before anything is replayed, and a bad one is
+one `RecordingError` naming the file, the line and the reason (pytest: a usage error, exit 4). It holds
+regular files only (no symlink, FIFO, device or folder under a recording file's name), at most
+`MAX_FILE_BYTES` per file and `MAX_RECORDING_BYTES` in all; every line is a JSON object of the declared
+fields with the declared types (no unknown key, no missing field, `body_b64` base64, finite durations); and,
+since a recording is evidence of read-only commands, every recorded command has the argv shape of a command
+family on the read-only allow-list (`llmval.hostfacts.is_read_only`) and every HTTP request is a GET or a
+POST to an http(s) URL.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import errno
 import hashlib
 import json
 import os
+import re
+import stat
 import threading
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .contract import redact
-from .errors import ReplayMiss
+from .errors import RecordingError, ReplayMiss
 
 
 @dataclass(frozen=True)
@@ -69,6 +88,279 @@ def body_key(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
+# ---- the format: one pydantic model per line kind ------------------------------------------------------
+
+MAX_FILE_BYTES = 256 << 20
+"""The largest recording file replayed (the committed ones are under 400 kB)."""
+MAX_RECORDING_BYTES = 1 << 30
+"""The most a recording (all its folders) may hold in all."""
+RECORD_FILE_RE = re.compile(r"^(?P<kind>commands|http).*\.jsonl$")
+"""The names `Replay` reads (`commands-<pid>.jsonl`, `http-<pid>.jsonl`; other files, e.g. READMEs, are left)."""
+
+_LINE = ConfigDict(extra="forbid", strict=True, frozen=True)
+_Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class CommandRecord(BaseModel):
+    """One line of `commands-*.jsonl`: a command sent to a host and what it did (`CommandResult`)."""
+
+    model_config = _LINE
+
+    host: str = Field(min_length=1, max_length=253)
+    command: str = Field(min_length=1)
+    rc: int = Field(ge=-255, le=255)
+    stdout: str
+    stderr: str
+    duration_s: _Seconds = 0.0
+    timed_out: bool = False
+
+    def result(self) -> CommandResult:
+        return CommandResult(**self.model_dump())
+
+
+class HttpRecord(BaseModel):
+    """One line of `http-*.jsonl`: an HTTP request and its whole response (`HttpExchange`)."""
+
+    model_config = _LINE
+
+    method: Literal["GET", "POST"]
+    """The suite reads with GET and asks the model with POST; nothing else is evidence of a read."""
+    url: str = Field(pattern=r"^https?://[^\s]+$")
+    request_body_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    request_body: str
+    status: int = Field(ge=0, le=599)
+    """The response's status; 0 when there was no response (then `error` says why)."""
+    headers: list[tuple[str, str]]
+    body_b64: str
+    elapsed_s: _Seconds = 0.0
+    error: str | None = None
+
+    @field_validator("body_b64")
+    @classmethod
+    def _is_base64(cls, value: str) -> str:
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("not base64 (the response body, base64-encoded)") from None
+        return value
+
+    @model_validator(mode="after")
+    def _status_or_error(self) -> HttpRecord:
+        if (self.status == 0) != (self.error is not None):
+            raise ValueError("status 0 goes with an `error` (no response) and only with one")
+        return self
+
+    def exchange(self) -> HttpExchange:
+        return HttpExchange(**{**self.model_dump(), "headers": [tuple(h) for h in self.headers]})
+
+
+_MODELS: dict[str, type[BaseModel]] = {"commands": CommandRecord, "http": HttpRecord}
+
+
+def _problem(error: ValidationError) -> str:
+    """The first problem of a line, as a reader can act on it (the values themselves are not repeated)."""
+    problems = []
+    for err in error.errors(include_url=False, include_input=False)[:3]:
+        where = ".".join(str(part) for part in err["loc"])
+        kind, message = err["type"], err["msg"]
+        if kind == "extra_forbidden":
+            message = "unknown key"
+        elif kind == "missing":
+            message = "required key is missing"
+        elif kind == "model_type":
+            message = "a line must be one JSON object"
+        elif kind == "json_invalid":
+            message = f"not JSON: {message.removeprefix('Invalid JSON: ')}"
+        message = message.removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
+
+
+# ---- reading a folder ----------------------------------------------------------------------------------
+
+_FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _not_regular(mode: int) -> str | None:
+    return next((what for test, what in _FILE_KINDS if test(mode)), None if stat.S_ISREG(mode) else "not a file")
+
+
+def _recording_files(folder: Path) -> list[tuple[str, Path]]:
+    """(kind, path) of each recording file in `folder`, each a regular file (never followed through a link)."""
+    if not folder.is_dir():
+        raise RecordingError(str(folder), "not a folder (give the folder --record wrote)")
+    found = []
+    for path in sorted(folder.iterdir()):
+        match = RECORD_FILE_RE.match(path.name)
+        if match is None:
+            continue
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            raise RecordingError(str(path), f"a symlink (to {os.readlink(path)}): a recording holds regular files "
+                                 "only; copy the file in")
+        if (what := _not_regular(mode)) is not None:
+            raise RecordingError(str(path), f"{what}, not a regular file: a recording holds regular files only")
+        found.append((match["kind"], path))
+    return found
+
+
+def _read_capped(path: Path, budget: int) -> bytes:
+    """The bytes of regular file `path`, refused beyond `budget` bytes; never blocks or follows a link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        reason = "a symlink" if error.errno == errno.ELOOP else error.strerror
+        raise RecordingError(str(path), f"cannot open: {reason}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if (what := _not_regular(info.st_mode)) is not None:  # swapped since it was listed
+            raise RecordingError(str(path), f"{what}, not a regular file: a recording holds regular files only")
+        limit = min(budget, MAX_FILE_BYTES)
+        if info.st_size > limit:
+            raise RecordingError(str(path), f"{info.st_size} bytes, over the cap of {limit} (a file holds at most "
+                                 f"{MAX_FILE_BYTES}, a recording {MAX_RECORDING_BYTES} in all)")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise RecordingError(str(path), f"grew over the cap of {limit} bytes while it was read")
+    return data
+
+
+def _records(kind: str, path: Path, data: bytes):
+    """(line number, validated record) for each non-blank line of `data`."""
+    model = _MODELS[kind]
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise RecordingError(f"{path}:{number}", f"not UTF-8 (byte 0x{raw[error.start]:02x} at column "
+                                 f"{error.start + 1})") from None
+        try:
+            yield number, model.model_validate_json(text)
+        except ValidationError as error:
+            raise RecordingError(f"{path}:{number}", _problem(error)) from None
+
+
+@dataclass
+class _Folder:
+    """One recording folder, validated: its answers by key, and where each key was first recorded."""
+
+    folder: Path
+    commands: dict[tuple[str, str], list[CommandResult]] = field(default_factory=lambda: defaultdict(list))
+    http: dict[tuple[str, str, str], list[HttpExchange]] = field(default_factory=lambda: defaultdict(list))
+    size: int = 0
+
+    @classmethod
+    def load(cls, folder: Path, budget: int) -> _Folder:
+        from .hostfacts import is_read_only  # the allow-list lives with the declarations (it imports us)
+
+        loaded = cls(folder)
+        allowed: dict[str, bool] = {}
+        for kind, path in _recording_files(folder):
+            data = _read_capped(path, budget - loaded.size)
+            loaded.size += len(data)
+            for number, record in _records(kind, path, data):
+                if isinstance(record, CommandRecord):
+                    if not allowed.setdefault(record.command, is_read_only(record.command)):
+                        raise RecordingError(f"{path}:{number}", f"command not on the read-only allow-list "
+                                             f"(llmval.hostfacts): {record.command[:200]!r}; a recording is "
+                                             "evidence of read-only commands")
+                    result = record.result()
+                    loaded.commands[(result.host, result.command)].append(result)
+                else:
+                    exchange = record.exchange()
+                    loaded.http[(exchange.method, exchange.url, exchange.request_body_sha256)].append(exchange)
+        if not loaded.commands and not loaded.http:
+            raise RecordingError(str(folder), "no commands*.jsonl or http*.jsonl records in it")
+        return loaded
+
+
+def _answer(item: CommandResult | HttpExchange) -> tuple:
+    """What a replay gives back for one record (timings left out: they differ run to run)."""
+    if isinstance(item, CommandResult):
+        return item.rc, item.stdout, item.stderr, item.timed_out
+    return item.status, tuple(map(tuple, item.headers)), item.body_b64, item.error
+
+
+def _merge(into: dict, other: dict, first: Path, second: Path, describe) -> None:
+    for key, answers in other.items():
+        if key not in into:
+            into[key] = answers
+        elif [_answer(a) for a in into[key]] != [_answer(a) for a in answers]:
+            raise RecordingError(f"{second}", f"answers {describe(key)} otherwise than {first}: give one recording "
+                                 "per run (--replay twice merges recordings of different parts, e.g. hosts and "
+                                 "serving, and they must agree where they overlap)")
+
+
+class Replay:
+    """Answers commands and HTTP requests from one or more recording folders (merged, validated)."""
+
+    def __init__(self, *folders: Path):
+        if not folders:
+            raise RecordingError("--replay", "no recording folder given")
+        self.folders = [Path(f) for f in folders]
+        self.folder = self.folders[0]
+        self._commands: dict[tuple[str, str], list[CommandResult]] = {}
+        self._http: dict[tuple[str, str, str], list[HttpExchange]] = {}
+        self._used: dict[tuple, int] = defaultdict(int)
+        self._lock = threading.Lock()
+        size, origin = 0, {}
+        for folder in self.folders:
+            if folder.resolve() in origin:
+                raise RecordingError(str(folder), f"given twice (also as {origin[folder.resolve()]})")
+            origin[folder.resolve()] = folder
+            loaded = _Folder.load(folder, MAX_RECORDING_BYTES - size)
+            size += loaded.size
+            _merge(self._commands, loaded.commands, self.folders[0], folder,
+                   lambda key: f"[{key[0]}] {key[1][:120]!r}")
+            _merge(self._http, loaded.http, self.folders[0], folder, lambda key: f"{key[0]} {key[1][:120]}")
+
+    @property
+    def where(self) -> str:
+        return " + ".join(str(f) for f in self.folders)
+
+    def _next(self, table: dict, key: tuple):
+        answers = table.get(key)
+        if not answers:
+            return None
+        with self._lock:
+            index = min(self._used[key], len(answers) - 1)
+            self._used[key] += 1
+        return answers[index]
+
+    def command(self, host: str, command: str) -> CommandResult:
+        result = self._next(self._commands, (host, command))
+        if result is None:
+            known = sorted(c for h, c in self._commands if h == host)
+            raise ReplayMiss(
+                f"[{host}] the recording {self.where} has no answer for command: {command[:200]}\n"
+                f"  it has {len(known)} commands for this host"
+                + (f", e.g. {known[0][:120]!r}" if known else "")
+            )
+        return result
+
+    def http(self, method: str, url: str, body: bytes) -> HttpExchange:
+        exchange = self._next(self._http, (method, url, body_key(body)))
+        if exchange is None:
+            raise ReplayMiss(f"the recording {self.where} has no answer for {method} {url}")
+        return exchange
+
+    @property
+    def hosts(self) -> set[str]:
+        return {host for host, _ in self._commands}
+
+
+# ---- writing -------------------------------------------------------------------------------------------
+
+def holds_recording(folder: Path) -> list[str]:
+    """The recording files already in `folder` (none when it does not exist)."""
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if RECORD_FILE_RE.match(p.name))
+
+
 @dataclass
 class Recorder:
     """Appends commands and HTTP exchanges of this process to a recording folder."""
@@ -92,68 +384,3 @@ class Recorder:
 
     def http(self, exchange: HttpExchange) -> None:
         self._append("http", asdict(exchange))
-
-
-class Replay:
-    """Answers commands and HTTP requests from a recording folder."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self._commands: dict[tuple[str, str], list[CommandResult]] = defaultdict(list)
-        self._http: dict[tuple[str, str, str], list[HttpExchange]] = defaultdict(list)
-        self._used: dict[tuple, int] = defaultdict(int)
-        self._lock = threading.Lock()
-        if not folder.is_dir():
-            raise ReplayMiss(f"--replay {folder}: not a folder")
-        for path in sorted(folder.glob("commands*.jsonl")):
-            for record in _read_jsonl(path):
-                result = CommandResult(**record)
-                self._commands[(result.host, result.command)].append(result)
-        for path in sorted(folder.glob("http*.jsonl")):
-            for record in _read_jsonl(path):
-                record["headers"] = [tuple(h) for h in record["headers"]]
-                exchange = HttpExchange(**record)
-                self._http[(exchange.method, exchange.url, exchange.request_body_sha256)].append(exchange)
-        if not self._commands and not self._http:
-            raise ReplayMiss(f"--replay {folder}: no commands*.jsonl or http*.jsonl in it")
-
-    def _next(self, table: dict, key: tuple):
-        answers = table.get(key)
-        if not answers:
-            return None
-        with self._lock:
-            index = min(self._used[key], len(answers) - 1)
-            self._used[key] += 1
-        return answers[index]
-
-    def command(self, host: str, command: str) -> CommandResult:
-        result = self._next(self._commands, (host, command))
-        if result is None:
-            known = sorted(c for h, c in self._commands if h == host)
-            raise ReplayMiss(
-                f"[{host}] the recording {self.folder} has no answer for command: {command[:200]}\n"
-                f"  it has {len(known)} commands for this host"
-                + (f", e.g. {known[0][:120]!r}" if known else "")
-            )
-        return result
-
-    def http(self, method: str, url: str, body: bytes) -> HttpExchange:
-        exchange = self._next(self._http, (method, url, body_key(body)))
-        if exchange is None:
-            raise ReplayMiss(f"the recording {self.folder} has no answer for {method} {url}")
-        return exchange
-
-    @property
-    def hosts(self) -> set[str]:
-        return {host for host, _ in self._commands}
-
-
-def _read_jsonl(path: Path):
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ReplayMiss(f"{path}:{number}: not JSON ({error})") from None

@@ -359,7 +359,7 @@ def take(inventory_path: Path, replays: list[Path] | None = None) -> tuple[Inven
     """Read every host and endpoint `inventory_path` names, live or from `replays` (merged, in order)."""
     inventory = load_inventory(inventory_path)
     snap = Snapshot(tomllib.loads(inventory_path.read_text(encoding="utf-8")))
-    replay = _merged(replays) if replays else None
+    replay = Replay(*replays) if replays else None  # merged; two that disagree are a RecordingError
     connections: dict[str, HostFacts] = {}
 
     def facts_of(name: str) -> HostFacts:
@@ -398,18 +398,6 @@ def _log_reader(spec: EndpointSpec, inventory: Inventory,
         return result.stdout
 
     return read
-
-
-def _merged(folders: list[Path]) -> Replay:
-    """One Replay answering from several recordings (a host recording and a serving recording)."""
-    first = Replay(folders[0])
-    for folder in folders[1:]:
-        other = Replay(folder)
-        for key, answers in other._commands.items():
-            first._commands[key].extend(answers)
-        for key, answers in other._http.items():
-            first._http[key].extend(answers)
-    return first
 
 
 # ---- the diff ------------------------------------------------------------------------------------------
