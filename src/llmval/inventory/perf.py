@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, model_validator
 
 from ._base import Spec
 from ._values import Name
+
+MIN_REQUEST_RATE = 0.01
+"""req/s: a slower rate is not a load (and 1e-300 would wait forever for its second request)."""
+MAX_SWEEP_ARRIVALS_S = 86_400
+"""The longest a sweep's Poisson arrivals may take in expectation (rate_requests / rate, summed over the rates)."""
 
 
 class PerfSpec(Spec):
@@ -43,15 +50,17 @@ class PerfSpec(Spec):
     """Allowed relative regression against the stored baseline."""
     quoted_tok_s: float | None = Field(None, ge=0, le=1e9)
     """The number the owners quote (e.g. 277 tok/s on kpro6), for the status document."""
-    request_rates: list[float] = Field(default_factory=list)
-    """A sweep over request rates (req/s, Poisson arrivals as `vllm bench serve --request-rate`); one run each."""
-    rate_requests: int = Field(16, ge=2)
+    request_rates: list[Annotated[float, Field(ge=MIN_REQUEST_RATE, le=1e6)]] = Field(default_factory=list,
+                                                                                        max_length=64)
+    """A sweep over request rates (req/s, Poisson arrivals as `vllm bench serve --request-rate`); one run each.
+    At least 0.01 req/s each, and the sweep's arrivals alone (rate_requests / rate, summed) at most a day."""
+    rate_requests: int = Field(16, ge=2, le=100_000)
     """Measured requests per rate of the sweep."""
-    rate_max_concurrency: int | None = Field(None, ge=1)
+    rate_max_concurrency: int | None = Field(None, ge=1, le=100_000)
     """Concurrency cap during the sweep (`--max-concurrency`); None: uncapped, as vLLM's default."""
-    goodput_ttft_ms: float | None = Field(None, gt=0)
+    goodput_ttft_ms: float | None = Field(None, gt=0, le=86_400_000)
     """TTFT SLO of a request counted as goodput."""
-    goodput_tpot_ms: float | None = Field(None, gt=0)
+    goodput_tpot_ms: float | None = Field(None, gt=0, le=86_400_000)
     """TPOT SLO of a request counted as goodput."""
     goodput_min: float | None = Field(None, gt=0, le=1)
     """Minimum share of requests within the SLOs, at every rate of the sweep."""
@@ -69,6 +78,11 @@ class PerfSpec(Spec):
             raise ValueError("goodput_min needs goodput_ttft_ms or goodput_tpot_ms (the SLOs a request must meet)")
         if any(rate <= 0 for rate in self.request_rates):
             raise ValueError(f"request_rates must be positive req/s, got {self.request_rates}")
+        arrivals_s = sum(self.rate_requests / rate for rate in self.request_rates)
+        if arrivals_s > MAX_SWEEP_ARRIVALS_S:  # a sweep that cannot end: bounded at load (issue 23.2)
+            raise ValueError(f"the request-rate sweep's arrivals alone take about {arrivals_s:.3g} s "
+                             f"(rate_requests {self.rate_requests} / each rate, summed), more than a day: "
+                             "raise the rates or lower rate_requests")
         return self
 
     @property

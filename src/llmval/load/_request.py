@@ -10,6 +10,7 @@ counting chunks: under speculative decoding one chunk carries several tokens.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 
 import httpx
 import httpx_sse
+
+from ..bounded import HUNG
 
 Clock = Callable[[], float]
 
@@ -115,8 +118,9 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
     record = RequestRecord()
     timing = _Timing(record)
     record.start_time = clock()
+    total_s = client.timeout.read  # the whole request's time, as every request of the suite (llmval.bounded)
     try:
-        async with client.stream("POST", path, json=payload) as response:
+        async with asyncio.timeout(total_s), client.stream("POST", path, json=payload) as response:
             if response.status_code != 200:
                 body = (await response.aread()).decode("utf-8", "replace")
                 record.error = f"HTTP {response.status_code}: {body[:300]}"
@@ -135,4 +139,7 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
     except httpx.HTTPError as error:
         record.success = False
         record.error = f"{type(error).__name__}: {error}"
+    except TimeoutError:
+        record.success = False
+        record.error = f"no complete answer within {total_s:g} s (the whole request's time): {HUNG}"
     return record
