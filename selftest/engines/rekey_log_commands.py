@@ -14,7 +14,7 @@ import re
 import shlex
 from pathlib import Path
 
-from llmval.engines import log_command
+from llmval.hostfacts import log_command
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLAYS = ROOT / "selftest" / "data" / "replays"

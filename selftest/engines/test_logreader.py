@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from llmval.engines.logreader import launch_log_of, log_reader
+from llmval.engines import launch_log_of
 from llmval.errors import CommandFailed
+from llmval.hostfacts import log_reader
 from llmval.inventory import load_inventory
 from llmval.recording import CommandResult
 from selftest.strategies import ROOT

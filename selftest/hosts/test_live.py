@@ -71,7 +71,7 @@ def test_connection_timeout_kills_the_whole_process_group(tmp_path):
     connection = connect(HostSpec(name="me", platform="p", timeout_s=1))
     started = time.monotonic()
     with pytest.raises(CommandTimeout, match=r"\[me\] no answer within 1 s"):
-        connection.run(f"(sleep 5; touch {marker}) & sleep 30")
+        connection.run_step(f"(sleep 5; touch {marker}) & sleep 30")
     assert time.monotonic() - started < 3
     time.sleep(5.5)  # the background child would have touched the marker by now, had it survived
     assert not marker.exists()
@@ -96,8 +96,8 @@ def test_ssh_and_pct_transports_quote_through_to_the_container(tmp_path, monkeyp
         {"name": "node", "platform": "p", "transport": {"kind": "ssh", "address": "127.0.0.1"}, "timeout_s": 5},
         {"name": "ct", "platform": "p", "transport": {"kind": "pct", "via": "node", "container": 129}}]})
     tricky = "printf '%s|%s\\n' \"$IN_CT\" 'it''s $HOME; \"quoted\"'"
-    node = connect(inventory.host("node"), inventory=inventory).run(tricky)
-    ct = connect(inventory.host("ct"), inventory=inventory).run(tricky)
+    node = connect(inventory.host("node"), inventory=inventory).run_step(tricky)
+    ct = connect(inventory.host("ct"), inventory=inventory).run_step(tricky)
     assert node.stdout == "|its $HOME; \"quoted\"\n"
     assert ct.stdout == "129|its $HOME; \"quoted\"\n"
     log = (bin_dir / "ssh.log").read_text()
@@ -109,7 +109,7 @@ def test_ssh_and_pct_transports_quote_through_to_the_container(tmp_path, monkeyp
     from llmval.errors import HostUnreachable
 
     with pytest.raises(HostUnreachable, match=r"\[ct\] ssh failed \(rc 255\).*Connection refused"):
-        connect(inventory.host("ct"), inventory=inventory).run("true")
+        connect(inventory.host("ct"), inventory=inventory).run_step("true")
 
 
 @pytest.mark.engine

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from llmval.command import is_declared
 from llmval.errors import CommandTimeout
 from llmval.recording import CommandResult
 
@@ -70,6 +71,13 @@ class FakeConnection:
         self.hosts = hosts
 
     def run(self, command: str, *, timeout_s: float | None = None) -> CommandResult:
+        """As `Connection.run`: only a declared, rendered Command (the readiness watch's reads)."""
+        if not is_declared(command):
+            raise TypeError(f"Connection.run sends only a declared Command, not {command!r}")
+        return self.run_step(command, timeout_s=timeout_s)
+
+    def run_step(self, command: str, *, timeout_s: float | None = None) -> CommandResult:
+        command = str(command)
         self.hosts.sent.append((self.name, command))
         for rule in self.hosts.rules:
             if rule.host == self.name and re.search(rule.pattern, command):

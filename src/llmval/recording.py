@@ -16,6 +16,10 @@ fields with the declared types (no unknown key, no missing field, `body_b64` bas
 since a recording is evidence of read-only commands, every recorded command has the argv shape of a command
 family on the read-only allow-list (`llmval.hostfacts.is_read_only`) and every HTTP request is a GET or a
 POST to an http(s) URL.
+
+A host command is answered by its family and arguments (`llmval.command.Rendered.key`: the recorded text
+parsed back through the allow-list), so only a declared read is ever answered; a `--launch` step's own text
+(`Connection.run_step`, no family) by its exact text.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .command import Key, Rendered, command_key
 from .contract import redact
 from .errors import RecordingError, ReplayMiss
 
@@ -306,6 +311,7 @@ class Replay:
         self._http: dict[tuple[str, str, str], list[HttpExchange]] = {}
         self._used: dict[tuple, int] = defaultdict(int)
         self._lock = threading.Lock()
+        self._by_family: dict[tuple[str, Key], list[CommandResult]] | None = None
         size, origin = 0, {}
         for folder in self.folders:
             if folder.resolve() in origin:
@@ -330,8 +336,25 @@ class Replay:
             self._used[key] += 1
         return answers[index]
 
+    def _family_index(self) -> dict[tuple[str, Key], list[CommandResult]]:
+        """Recorded commands by (host, family, arguments); built on first use, once every family is declared."""
+        with self._lock:
+            if self._by_family is None:
+                index: dict[tuple[str, Key], list[CommandResult]] = defaultdict(list)
+                for (host, text), answers in self._commands.items():
+                    key = command_key(text)
+                    if key is not None:
+                        index[(host, key)].extend(answers)
+                self._by_family = index
+            return self._by_family
+
     def command(self, host: str, command: str) -> CommandResult:
-        result = self._next(self._commands, (host, command))
+        """The recorded answer to `command` on `host`: by family and arguments for a declared command
+        (`Rendered`), by its text for a `--launch` step."""
+        if isinstance(command, Rendered):
+            result = self._next(self._family_index(), (host, command.key))
+        else:
+            result = self._next(self._commands, (host, command))
         if result is None:
             known = sorted(c for h, c in self._commands if h == host)
             raise ReplayMiss(

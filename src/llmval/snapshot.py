@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .engines import adapter_for, detect_engine, launch_log_path, log_command
+from .engines import adapter_for, detect_engine, launch_log_path
 from .errors import CommandFailed, LlmvalError
-from .hostfacts import HostFacts
+from .hostfacts import HostFacts, log_command
 from .http import endpoint_client
 from .inventory import EndpointSpec, HostSpec, Inventory, Source, load_inventory
 from .recording import Replay

@@ -9,9 +9,15 @@ ssh to the node, then `pct exec <id> -- timeout -k 2 <T> /bin/sh -c <command>` t
 share one multiplexed connection (ControlMaster/ControlPath) per host; ssh's own failure (rc 255)
 becomes `HostUnreachable`, never a testinfra RuntimeError.
 
+`Connection.run` sends only a declared, rendered `Command` (`llmval.command`: `UNAME.render()`), so nothing
+a smoke or nightly run sends can be other than an allowed read; `Connection.run_step` is the one explicit
+path for the inventory's own `[launch]` steps (`--launch`), which are shell text by design.
+
+    >>> from llmval.hostfacts import UNAME
     >>> conn = connect(HostSpec(name="me", platform="p"))
-    >>> conn.run("echo hi").stdout
-    'hi\\n'
+    >>> conn.run(UNAME.render()).rc
+    0
+    >>> conn.run("uname -a")   # raises TypeError: Connection.run sends only a declared Command rendered by ...
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from testinfra.backend.docker import DockerBackend
 from testinfra.backend.local import LocalBackend
 from testinfra.backend.ssh import SshBackend
 
+from .command import Rendered, is_declared
 from .errors import CommandFailed, CommandTimeout, HostUnreachable, UnsafeArgument
 from .inventory import HostSpec, Inventory
 from .recording import CommandResult, Recorder, Replay
@@ -258,10 +265,23 @@ class Connection:
         kind = self.spec.transport.kind
         return kind in {"ssh", "pct"} or (kind == "docker" and getattr(self.spec.transport, "via", None) is not None)
 
-    def run(self, command: str, *, timeout_s: float | None = None) -> CommandResult:
-        """Run `command` (a shell string); never raises for a non-zero exit, only for no answer."""
+    def run(self, command: Rendered, *, timeout_s: float | None = None) -> CommandResult:
+        """Run a declared command (`CMD.render(...)`); never raises for a non-zero exit, only for no answer.
+        Anything else (shell text, a Command off the allow-list) is a TypeError: a programming error."""
+        if not is_declared(command):
+            raise TypeError(f"Connection.run sends only a declared Command rendered by its render(...) (e.g. "
+                            f"UNAME.render()), not {str(command)[:120]!r}; an inventory [launch] step goes through "
+                            "run_step")
+        return self._send(command, timeout_s)
+
+    def run_step(self, command: str, *, timeout_s: float | None = None) -> CommandResult:
+        """Run an inventory `[launch]` step's own shell text (`--launch` only: start, wait and stop steps)."""
+        return self._send(str(command), timeout_s)
+
+    def _send(self, sent: str, timeout_s: float | None) -> CommandResult:
+        command = str(sent)
         if self._replay is not None:
-            result = self._replay.command(self.name, command)
+            result = self._replay.command(self.name, sent)
         else:
             result = self._run_live(command, timeout_s or self.spec.timeout_s)
         if self._recorder is not None and self._replay is None:
@@ -290,7 +310,7 @@ class Connection:
         timed_out = remote and out.rc in REMOTE_TIMEOUT_RCS and elapsed >= timeout_s
         return CommandResult(self.name, command, out.rc, out.stdout, out.stderr, elapsed, timed_out=timed_out)
 
-    def check_output(self, command: str, *, timeout_s: float | None = None) -> str:
+    def check_output(self, command: Rendered, *, timeout_s: float | None = None) -> str:
         """stdout of `command`, or CommandFailed naming the host, command, rc and the end of stderr (or stdout)."""
         __tracebackhide__ = True
         result = self.run(command, timeout_s=timeout_s)

@@ -26,7 +26,7 @@ from .base import (
     StreamedChat,
 )
 from .logs import normalize_dtype, parse_sglang_log, parse_vllm_log
-from .logsource import launch_log_path, log_command
+from .logsource import launch_log_of, launch_log_path
 from .metrics import Metrics, parse_metrics
 from .sglang import SglangAdapter
 from .vllm import VllmAdapter
@@ -51,8 +51,8 @@ __all__ = [
     "adapter_class",
     "adapter_for",
     "detect_engine",
+    "launch_log_of",
     "launch_log_path",
-    "log_command",
     "normalize_dtype",
     "parse_metrics",
     "parse_sglang_log",

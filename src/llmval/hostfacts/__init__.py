@@ -76,7 +76,7 @@ from ._fact import (
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     importlib.import_module(f"{__name__}.{_module}")
 
-from .engine_log import LOG_DOCKER, LOG_FILE, LOG_JOURNAL, LOG_LAUNCH  # noqa: E402
+from .engine_log import LOG_DOCKER, LOG_FILE, LOG_JOURNAL, LOG_LAUNCH, log_command, log_reader  # noqa: E402
 from .env import PROCESS_ENV, PROCESS_ENVIRON, PROCESS_MATCHES, Environment  # noqa: E402
 from .files import (  # noqa: E402
     FILE_LIST,
@@ -162,6 +162,8 @@ __all__ = [
     "group_digests",
     "holder_is_allowed",
     "is_read_only",
+    "log_command",
+    "log_reader",
     "model_digests",
     "peer_facts",
     "prefetch",

@@ -11,11 +11,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..command import COMMANDS, allow, family_of, is_read_only
 from ..errors import CommandFailed, LlmvalError
 from ..inventory import HostSpec
 from ..recording import CommandResult
 from ..transport import Connection
 from ._command import Command
+
+__all__ = ["COMMANDS", "FACTS", "Fact", "HostFacts", "Reader", "allow", "fact", "fact_plan", "failure_text",
+           "family_of", "is_read_only", "peer_facts", "prefetch"]
 
 Plan = Callable[[HostSpec], "bool | Iterable[tuple]"]
 
@@ -47,19 +51,6 @@ class Fact:
 
 FACTS: dict[str, Fact] = {}
 """Every declared fact by name, in declaration order (filled when `llmval.hostfacts` is imported)."""
-COMMANDS: dict[str, Command] = {}
-"""Every allowed command family by name: the commands of every fact, and `allow(...)`ed ones."""
-
-
-def allow(*commands: Command) -> None:
-    """Put commands that are not a host fact's (the engine-log reads) on the read-only allow-list."""
-    for command in commands:
-        known = COMMANDS.get(command.name)
-        if known is not None and known.template != command.template:
-            raise ValueError(f"two commands are named {command.name!r}: {known.template!r}, {command.template!r}")
-        COMMANDS[command.name] = command
-
-
 def _section_is_declared(section: str) -> Plan:
     def needs(spec: HostSpec) -> bool:
         value: Any = spec
@@ -175,17 +166,6 @@ def prefetch(hosts: list[tuple[HostSpec, HostFacts]]) -> None:
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(32, len(hosts)))) as pool:
         for future in [pool.submit(one, spec, facts) for spec, facts in hosts]:
             future.result()
-
-
-def is_read_only(command: str) -> bool:
-    """True when `command` has the argv shape of one allowed command family (literal text identical,
-    every argument a valid value of its kind): nothing appended, no `;`, no option smuggled in a value."""
-    return any(c.match(command) is not None for c in COMMANDS.values())
-
-
-def family_of(command: str) -> Command | None:
-    """The allowed command family `command` belongs to, or None."""
-    return next((c for c in COMMANDS.values() if c.match(command) is not None), None)
 
 
 def peer_facts(get: Callable[[str], Any], names: list[str]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -1,59 +1,129 @@
-"""The engine-log reads of `llmval.engines.logsource`, on the read-only allow-list like every host fact.
+"""The engine-log reads: one declared command per kind of log source, on the read-only allow-list.
 
-logsource owns what the read does (`log_command_text`: the current engine start, startup and periodic lines);
-the templates here are that text built once with a placeholder for the one inventory value, so the literal
-part (programs, options, the awk filter) is fixed at import and the value is a typed argument: a path, a
-unit or a container name, never an option. `logsource.log_command` sends `render_log_command(...)`, which
-checks the value and renders exactly what `log_command_text` would have built.
+The inventory's `logs` field says where an endpoint's engine log is: `file:<path>`, `journal:<unit>`,
+`docker:<container>`, or `launch` (the log the suite's own `--launch` background step writes under
+`<reports>/launch/`, which is also where the integrator's shared local engine logs). `log_command(source)`
+picks the family and renders it with the one inventory value as a typed argument (a path, a unit or a
+container name, never an option); `log_reader` runs it through the host's connection.
+
+Each read covers the CURRENT engine start only, however long it has served: the journal of the unit's current
+invocation (`_SYSTEMD_INVOCATION_ID`), `docker logs --since` the container's last start, a file from its last
+start marker on. Of that, it keeps the startup lines (`STARTUP_LINES`, at most `MAX_LINES`) and, separately,
+only the last `MAX_PERIODIC_LINES` periodic lines (`PERIODIC_LINES`), so days of serving never push the
+startup facts out of the window. One pass of `awk`, so the read stays bounded and a recording stays small.
+The line shapes are engine knowledge (`llmval.engines.logsource`, beside the parsers that read them); the
+command text around them is fixed here, once, at import.
+
+    >>> log_command("file:/var/log/vllm.log").family is LOG_FILE
+    True
+    >>> log_command("journal:-x")   # raises UnsafeArgument: unit='-x' starts with '-' (it would be read as an option)
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from ..engines.logsource import log_command_text
-from ._command import CONTAINER, PATH, TEXT, UNIT, Command, UnsafeArgument
+from ..engines.logsource import (
+    LOG_KINDS,
+    MAX_LINES,
+    MAX_PERIODIC_LINES,
+    PERIODIC_LINES,
+    START_MARKERS,
+    STARTUP_LINES,
+    launch_log_of,
+)
+from ..errors import CommandFailed, InventoryError
+from ..inventory import EndpointSpec, Inventory
+from ._command import CONTAINER, PATH, TEXT, UNIT, Command, Rendered
 from ._fact import allow
 
-_HOLE = "LLMVALARGUMENT"
-"""A placeholder value that `shlex.quote` leaves as it is and that no template holds otherwise."""
+
+def _literal(text: str) -> str:
+    """`text` as literal template text (braces doubled, so that no part of it is a field)."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
-def _template(text: str, *fields: str) -> str:
-    """`text` with braces escaped and each occurrence of the placeholder replaced by the next field."""
-    text = text.replace("{", "{{").replace("}", "}}")
-    for field in fields:
-        if _HOLE not in text:
-            raise ValueError(f"log_command_text did not use its argument where {field} was expected")
-        text = text.replace(_HOLE, field, 1)
-    return text
+_SELECT = _literal("awk " + shlex.quote(
+    "/" + PERIODIC_LINES + "/ { p[np++ % " + str(MAX_PERIODIC_LINES) + "] = $0; next } "
+    "/" + STARTUP_LINES + "/ { s[ns++ % " + str(MAX_LINES) + "] = $0 } "
+    "END { for (i = (ns > " + str(MAX_LINES) + " ? ns - " + str(MAX_LINES) + " : 0); i < ns; i++) print s[i % "
+    + str(MAX_LINES) + "]; for (i = (np > " + str(MAX_PERIODIC_LINES) + " ? np - " + str(MAX_PERIODIC_LINES)
+    + " : 0); i < np; i++) print p[i % " + str(MAX_PERIODIC_LINES) + "] }"))
+"""The awk filter: startup lines (last MAX_LINES) then periodic ones (last MAX_PERIODIC_LINES), in order."""
 
 
-def _all(text: str, field: str) -> str:
-    return _template(text, *[field] * text.count(_HOLE))
+def _from_last_start(file: str) -> str:
+    """Template text: the evidence lines of `file` (a field, or "$f") from its last start marker on."""
+    return ("n=$(grep -a -n -E " + _literal(shlex.quote(START_MARKERS)) + " " + file + " | tail -n 1 | cut -d: -f1); "
+            'tail -n +"${{n:-1}}" ' + file + " | " + _SELECT)
 
 
-LOG_FILE = Command("engine-log-file", _all(log_command_text(f"file:{_HOLE}"), "{path}"), path=PATH)
-LOG_JOURNAL = Command("engine-log-journal", _all(log_command_text(f"journal:{_HOLE}"), "{unit}"), unit=UNIT)
-LOG_DOCKER = Command("engine-log-docker", _all(log_command_text(f"docker:{_HOLE}"), "{name}"), name=CONTAINER)
-LOG_LAUNCH = Command("engine-log-launch", _template(log_command_text("launch", launch_path=_HOLE), "{paths*}",
-                                                    "{message}"),
-                     paths=PATH, message=TEXT, derive={"message": lambda args: " or ".join(args["paths"])})
+LOG_FILE = Command(
+    "engine-log-file",
+    "if [ -r {path} ]; then " + _from_last_start("{path}") + "; "
+    "else echo 'llmval: cannot read log file '{path} >&2; exit 3; fi",
+    path=PATH)
+LOG_JOURNAL = Command(
+    "engine-log-journal",
+    # the unit's current invocation only; systemd without InvocationID (< 232): this boot
+    "inv=$(systemctl show -p InvocationID --value {unit} 2>/dev/null); "
+    'if [ -n "$inv" ]; then journalctl _SYSTEMD_INVOCATION_ID="$inv" --no-pager -o cat; '
+    "else journalctl -u {unit} -b --no-pager -o cat; fi 2>&1 | " + _SELECT,
+    unit=UNIT)
+LOG_DOCKER = Command(
+    "engine-log-docker",
+    # since the container's current start (a restarted container keeps its earlier runs' output)
+    "since=$(docker inspect -f '{{{{.State.StartedAt}}}}' {name} 2>/dev/null); "
+    'docker logs ${{since:+--since "$since"}} {name} 2>&1 | ' + _SELECT,
+    name=CONTAINER)
+LOG_LAUNCH = Command(
+    "engine-log-launch",
+    # candidates: this run's reports, then the default reports/; the first readable wins
+    'for f in {paths*}; do if [ -r "$f" ]; then ' + _from_last_start('"$f"') + "; exit 0; fi; done; "
+    "echo 'llmval: cannot read the launch log: '{message} >&2; exit 3",
+    paths=PATH, message=TEXT, derive={"message": lambda args: " or ".join(args["paths"])})
 allow(LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH)
 
 
-def render_log_command(source: str, *, launch_path: str | list[str] | None = None) -> str:
-    """The engine-log command for `source`, each value checked against its kind (UnsafeArgument if not)."""
-    text = log_command_text(source, launch_path=launch_path)  # its own errors (unknown kind, no path) first
+def log_command(source: str, *, launch_path: str | list[str] | None = None) -> Rendered:
+    """The declared read of the log at `source` (an inventory `logs` value), its value checked against its kind
+    (`UnsafeArgument` before anything is sent). `launch_path` may list candidates for `launch`."""
     kind, _, where = source.partition(":")
     if kind == "launch":
-        candidates = [launch_path] if isinstance(launch_path, str) else list(dict.fromkeys(launch_path or []))
-        rendered = LOG_LAUNCH.render(paths=candidates)
-    else:
-        family, key = {"file": (LOG_FILE, "path"), "journal": (LOG_JOURNAL, "unit"),
-                       "docker": (LOG_DOCKER, "name")}[kind]
-        rendered = family.render(**{key: where})
-    if rendered != text:  # the declared template no longer matches logsource's builder: refuse, do not guess
-        raise UnsafeArgument(kind, "source", source, f"renders differently from log_command_text: "
-                             f"{shlex.quote(rendered[:80])} vs {shlex.quote(text[:80])}")
-    return rendered
+        if not launch_path:
+            raise InventoryError("<inventory>", [("endpoints.logs", "`launch` needs a [launch] background step")])
+        candidates = [launch_path] if isinstance(launch_path, str) else list(dict.fromkeys(launch_path))
+        return LOG_LAUNCH.render(paths=candidates)
+    family = {"file": (LOG_FILE, "path"), "journal": (LOG_JOURNAL, "unit"), "docker": (LOG_DOCKER, "name")}.get(kind)
+    if family is None:
+        raise InventoryError("<inventory>", [("endpoints.logs", f"unknown log source {source!r}; valid: {LOG_KINDS}")])
+    if not where:
+        raise InventoryError("<inventory>", [("endpoints.logs", f"{source!r}: say where, e.g. file:/path")])
+    command, key = family
+    return command.render(**{key: where})
+
+
+def log_reader(endpoint: EndpointSpec, *, inventory: Inventory, reports_dir: Path,
+               run: Callable[[Rendered], Any]) -> Callable[[], str] | None:
+    """A function returning the evidence lines of the endpoint's log; None when the inventory names none.
+
+    `run` is the host's `Connection.run`. rc 0 is the log; rc 1 with nothing on stderr is an empty selection
+    (grep found no evidence line); anything else is `CommandFailed` naming the host, the command and the
+    result's `failure` (exit code and output tail)."""
+    if not endpoint.logs or not endpoint.host:
+        return None
+    launch_path = launch_log_of(inventory, reports_dir) if endpoint.logs == "launch" else None
+    command = log_command(endpoint.logs, launch_path=launch_path)
+    host = endpoint.host
+
+    def read() -> str:
+        result = run(command)
+        if result.rc not in (0, 1) or (result.rc == 1 and result.stderr.strip()):
+            raise CommandFailed(host, command, f"cannot read the log of {endpoint.name} "
+                                f"({endpoint.logs}): {result.failure}")
+        return result.stdout
+
+    return read

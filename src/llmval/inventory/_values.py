@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
@@ -23,10 +25,6 @@ CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 """Inventory names (hosts, endpoints, decisions, blockers, groups): a letter or digit first, at most 64."""
-UNIT_RE = r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,254}$"
-"""systemd unit names (`sglang.service`, `getty@tty1.service`)."""
-CONTAINER_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
-"""docker's own rule for container names, bounded."""
 INTERFACE_RE = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}$"
 """Linux interface names: at most 15 characters (IFNAMSIZ), no `/` or blanks."""
 IMAGE_RE = r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,254}$"
@@ -38,10 +36,68 @@ ADDRESS_RE = r"^[A-Za-z0-9\[][A-Za-z0-9_.:%\[\]-]{0,252}$"
 """ssh addresses: a host name or an IPv4/IPv6 address; never an ssh option."""
 BUS_ID_RE = r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$"
 GPU_UUID_RE = r"^(GPU|MIG)-[0-9A-Za-z-]{8,64}$"
-PATTERN_RE = r"^[^\s-][^\x00-\x1f\x7f]{0,255}$"
-"""A `pgrep -f` pattern: not an option, one line, bounded."""
 
 MAX_PATH = 4096
+MAX_VALUE_CHARS = 4096
+
+
+@dataclass(frozen=True)
+class Kind:
+    """The shape of one value that reaches a host command, defined once: the inventory validates it when it
+    loads (`UnitName`, `HostPath`, ...) and a `llmval.command.Command` argument of this kind refuses it at render
+    and at check. A name, a charset (full match), an example for self-tests, and an optional further check."""
+
+    name: str
+    charset: str
+    example: str
+    extra: Callable[[str], str | None] | None = None
+    """A further check: returns the reason a value is refused, or None."""
+
+    def problem(self, value: str) -> str | None:
+        """Why `value` may not be this kind of value, or None when it may."""
+        if not value:
+            return "is empty"
+        if len(value) > MAX_VALUE_CHARS:
+            return f"is longer than {MAX_VALUE_CHARS} characters"
+        if value.startswith("-"):
+            return "starts with '-' (it would be read as an option)"
+        if re.fullmatch(self.charset, value) is None:
+            return f"is not a {self.name} (allowed: {self.charset})"
+        return self.extra(value) if self.extra else None
+
+    def validate(self, value: str) -> str:
+        """`value`, or ValueError saying why it is not this kind (a pydantic AfterValidator)."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise ValueError(f"{printable_value(value)} {problem}")
+        return value
+
+
+def printable_value(value: str) -> str:
+    return repr(value[:80])
+
+
+PATH = Kind("path", r"[\w.,:/@%+=~ ()\[\]-]+", "/models/Qwen3.5-122B-A10B-FP8")
+"""A file or folder path (absolute, or relative to the working directory): letters, digits, spaces and
+`_.,:/@%+=~()[]-`; no quote, shell metacharacter or control character."""
+GLOB = Kind("glob path", r"[A-Za-z0-9_.:/@%+=,*?-]+", "/tmp/llmval-nccl/nccl.*.log")
+"""A path with `*`/`?` wildcards, passed unquoted so that the host's shell expands it."""
+UNIT = Kind("systemd unit name", r"[A-Za-z0-9][A-Za-z0-9_.@:-]{0,254}", "sglang.service")
+"""systemd unit names (`sglang.service`, `getty@tty1.service`)."""
+CONTAINER = Kind("docker container name", r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", "vllm-qwen35")
+"""docker's own rule for container names, bounded."""
+NUMBER = Kind("number", r"[0-9]{1,10}", "129")
+PATTERN = Kind("process pattern", r"[^\s\x00-\x1f\x7f';`-][^\x00-\x1f\x7f';`]{0,255}",
+               "[v]llm.entrypoints.openai.api_server",
+               lambda v: "holds `$(` (a command substitution)" if "$(" in v else None)
+"""A `pgrep -f` regex (always passed single-quoted): not an option, one line, bounded, no quote, `;`, backtick
+or `$(`."""
+TEXT = Kind("message", r"[\w.,:/@%+=~ ()\[\]-]+", "reports/launch/start-vllm.log or /tmp/x.log")
+"""Free text that is only ever printed (an error message of the command itself)."""
+KINDS: tuple[Kind, ...] = (PATH, GLOB, UNIT, CONTAINER, NUMBER, PATTERN, TEXT)
+"""Every kind of command argument (`llmval.command` re-exports them)."""
+_ANY_PATH = Kind("path", r"[^\x00-\x1f\x7f]+", "~/.ssh/id_ed25519")
+"""A path on this machine only (an ssh identity file): never a command argument on a host."""
 
 
 def _no_control(text: str, *, free_text: bool = False) -> str:
@@ -54,7 +110,7 @@ def _no_control(text: str, *, free_text: bool = False) -> str:
     return text
 
 
-def _checked_path(value: str) -> str:
+def _checked_path(value: str, kind: Kind = PATH) -> str:
     if not value:
         raise ValueError("is empty; give a path")
     if value.startswith("-"):
@@ -62,11 +118,11 @@ def _checked_path(value: str) -> str:
                          "absolute path")
     if "\x00" in value:
         raise ValueError("holds a NUL byte")
-    return _no_control(value)
+    return kind.validate(_no_control(value))
 
 
-def _absolute(value: str) -> str:
-    _checked_path(value)
+def _absolute(value: str, kind: Kind = PATH) -> str:
+    _checked_path(value, kind)
     if not value.startswith("/"):
         raise ValueError(f"{value[:80]!r} is not an absolute path (start it with '/')")
     return value
@@ -74,7 +130,7 @@ def _absolute(value: str) -> str:
 
 def _user_path(value: str) -> str:
     """A path on this machine: absolute or `~/...` (identity files, ssh configs)."""
-    _checked_path(value)
+    _checked_path(value, _ANY_PATH)
     if not value.startswith(("/", "~/")):
         raise ValueError(f"{value[:80]!r} is neither absolute nor under ~/ ")
     return value
@@ -87,8 +143,15 @@ def _finite(value: float) -> float:
 
 
 Name = Annotated[str, StringConstraints(pattern=NAME_RE)]
-UnitName = Annotated[str, StringConstraints(pattern=UNIT_RE)]
-ContainerName = Annotated[str, StringConstraints(pattern=CONTAINER_RE)]
+
+
+def shaped(kind: Kind) -> Any:
+    """The inventory type of values of `kind`: its charset in the JSON schema, its own check when loading."""
+    return Annotated[str, StringConstraints(pattern=f"^{kind.charset}$"), AfterValidator(kind.validate)]
+
+
+UnitName = shaped(UNIT)
+ContainerName = shaped(CONTAINER)
 InterfaceName = Annotated[str, StringConstraints(pattern=INTERFACE_RE)]
 ImageName = Annotated[str, StringConstraints(pattern=IMAGE_RE)]
 EnvKey = Annotated[str, StringConstraints(pattern=ENV_KEY_RE)]
@@ -96,7 +159,7 @@ UserName = Annotated[str, StringConstraints(pattern=USER_RE)]
 Address = Annotated[str, StringConstraints(pattern=ADDRESS_RE)]
 BusId = Annotated[str, StringConstraints(pattern=BUS_ID_RE)]
 GpuUuid = Annotated[str, StringConstraints(pattern=GPU_UUID_RE)]
-ProcessPattern = Annotated[str, StringConstraints(pattern=PATTERN_RE)]
+ProcessPattern = shaped(PATTERN)
 AbsolutePath = Annotated[str, StringConstraints(max_length=MAX_PATH), AfterValidator(_absolute)]
 HostPath = Annotated[str, StringConstraints(max_length=MAX_PATH), AfterValidator(_checked_path)]
 """A path on an inventory host: absolute (required for remote hosts, checked by HostSpec) or, on a local
@@ -113,28 +176,29 @@ Rate = Annotated[float, Field(ge=0, le=1), AfterValidator(_finite)]
 """A share in [0, 1]."""
 
 
-SOURCE_KINDS: dict[str, tuple[str, str]] = {
-    "systemd": (UNIT_RE, "a systemd unit name"),
-    "journal": (UNIT_RE, "a systemd unit name"),
-    "docker": (CONTAINER_RE, "a docker container name"),
-    "process": (PATTERN_RE, "a pgrep -f pattern (not starting with '-' or a blank)"),
-    "file": ("", "an absolute path"),
+SOURCE_KINDS: dict[str, tuple[Kind, str]] = {
+    "systemd": (UNIT, "a systemd unit name"),
+    "journal": (UNIT, "a systemd unit name"),
+    "docker": (CONTAINER, "a docker container name"),
+    "process": (PATTERN, "a pgrep -f pattern (not starting with '-' or a blank)"),
+    "file": (PATH, "an absolute path"),
 }
 
 
-def check_source(value: str, kinds: tuple[str, ...], *, bare: tuple[str, ...] = ()) -> str:
-    """`kind:value` with a known kind and a value of that kind's shape; `bare` lists values without ':'."""
+def check_source(value: str, kinds: tuple[str, ...], *, bare: tuple[str, ...] = (), file_kind: Kind = PATH) -> str:
+    """`kind:value` with a known kind and a value of that kind's shape (the `Kind` its command takes);
+    `bare` lists values without ':'; `file_kind` is GLOB where the file is read through a glob."""
     if value in bare:
         return value
     kind, sep, target = value.partition(":")
     valid = [f"{k}:<{SOURCE_KINDS[k][1]}>" for k in kinds] + list(bare)
     if not sep or kind not in kinds:
         raise ValueError(f"unknown source {value[:80]!r}; valid: {valid}")
-    pattern, what = SOURCE_KINDS[kind]
+    shape, what = SOURCE_KINDS[kind]
     if kind == "file":
-        _absolute(target)
-    elif not re.fullmatch(pattern, target):
-        raise ValueError(f"{kind}: needs {what}; got {target[:80]!r}")
+        _absolute(target, file_kind)
+    elif shape.problem(target) is not None:
+        raise ValueError(f"{kind}: needs {what}; got {target[:80]!r} ({shape.problem(target)})")
     return value
 
 

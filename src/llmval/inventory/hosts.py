@@ -10,6 +10,7 @@ from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, fi
 
 from ._base import Spec
 from ._values import (
+    GLOB,
     Address,
     BusId,
     ContainerName,
@@ -263,7 +264,7 @@ class NcclSpec(Spec):
     @field_validator("log")
     @classmethod
     def _log_value_fits_its_kind(cls, value: Source) -> Source:
-        check_source(str(value), ("file", "journal", "docker"))
+        check_source(str(value), ("file", "journal", "docker"), file_kind=GLOB)
         return value
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from ..command import Rendered
 from ..contract import redact
 from ..errors import HostError
 from ..transport import Connection
@@ -171,8 +172,8 @@ def endpoint_probe(client: httpx.Client, model: str, *, timeout_s: float, plain_
     return probe
 
 
-def host_probe(connection: Connection, command: str) -> Callable[[], str | None]:
-    """Ready = `command` (a read-only one, e.g. `uname -a`) exits 0 through the host's transport."""
+def host_probe(connection: Connection, command: Rendered) -> Callable[[], str | None]:
+    """Ready = `command` (a declared read, e.g. `UNAME.render()`) exits 0 through the host's transport."""
 
     def probe() -> str | None:
         result = connection.run(command)

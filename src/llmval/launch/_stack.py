@@ -288,7 +288,7 @@ class Stack:
     def _exec(self, step: StepSpec, command: str, phase: str, timeout_s: float | None):
         self.say(f"[launch] {phase}: [{step.host}] {command[:160]}")
         try:
-            result = self.connection_to(step.host).run(command, timeout_s=timeout_s)
+            result = self.connection_to(step.host).run_step(command, timeout_s=timeout_s)
         except HostError as error:
             self._log(phase, step.host, command, f"error: {error}")
             self._record(StepRecord(phase, step.host, step.label, command, "failed"))

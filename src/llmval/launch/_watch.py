@@ -6,22 +6,31 @@ One class per source, each returning an `Observation` per poll:
 - `SystemdWatch`  `systemctl show` (NRestarts, ActiveState) and the unit's journal (cursor = progress).
 - `DockerWatch`   `docker inspect` (RestartCount, State.Status) and `docker logs -t` (last line = progress).
 - `FileWatch`     a remote log file's size and tail.
+
+Every remote read is a declared command (`llmval.hostfacts.watch`), sent through `Connection.run` like a host
+fact's: the inventory's unit, container or path is a typed argument, never spliced into shell text.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import HostError
+from ..command import Rendered
+from ..errors import HostError, UnsafeArgument
+from ..hostfacts.watch import (
+    TAIL_LINES,
+    WATCH_CONTAINER,
+    WATCH_CONTAINER_LOGS,
+    WATCH_FILE,
+    WATCH_JOURNAL,
+    WATCH_UNIT,
+)
 from ..inventory.launch import WATCH_RE
 from ..transport import Connection
 from ._process import BackgroundProcess
 
-TAIL_LINES = 20
 JOURNAL_CURSOR_PREFIX = "-- cursor:"
-DOCKER_INSPECT_FORMAT = "docker inspect -f '{{.RestartCount}} {{.State.Status}} {{.State.ExitCode}}' "
 
 
 @dataclass(frozen=True)
@@ -68,7 +77,7 @@ class _RemoteWatch(Watch):
         self.connection = connection
         self.target = target
 
-    def _run(self, command: str) -> str:
+    def _run(self, command: Rendered) -> str:
         result = self.connection.run(command)
         return result.stdout + result.stderr
 
@@ -77,10 +86,9 @@ class SystemdWatch(_RemoteWatch):
     """A systemd unit: NRestarts climbing = crash loop; ActiveState=failed = dead; journal cursor = progress."""
 
     def observe(self) -> Observation:
-        unit = shlex.quote(self.target)
-        show = self._run(f"systemctl show -p NRestarts -p ActiveState -p SubState -p ExecMainStatus {unit}")
+        show = self._run(WATCH_UNIT.render(unit=self.target))
         props = dict(line.split("=", 1) for line in show.splitlines() if "=" in line)
-        journal = self._run(f"journalctl -u {unit} -n {TAIL_LINES} --no-pager -o cat --show-cursor")
+        journal = self._run(WATCH_JOURNAL.render(unit=self.target))
         lines = journal.splitlines()
         cursor = next((line for line in reversed(lines) if line.startswith(JOURNAL_CURSOR_PREFIX)), "")
         tail = "\n".join(line for line in lines if not line.startswith(JOURNAL_CURSOR_PREFIX))
@@ -96,10 +104,8 @@ class DockerWatch(_RemoteWatch):
     """A container: RestartCount climbing = crash loop; exited/dead = dead; last `docker logs -t` line = progress."""
 
     def observe(self) -> Observation:
-        name = shlex.quote(self.target)
-        inspect = self.connection.run(
-            DOCKER_INSPECT_FORMAT + name)
-        logs = self._run(f"docker logs -t --tail {TAIL_LINES} {name}")
+        inspect = self.connection.run(WATCH_CONTAINER.render(name=self.target))
+        logs = self._run(WATCH_CONTAINER_LOGS.render(name=self.target))
         fields = inspect.stdout.split()
         if inspect.rc != 0 or len(fields) != 3:
             return Observation(progress=logs, tail=logs, dead=f"container missing: {inspect.stderr.strip()[-200:]}")
@@ -114,8 +120,7 @@ class FileWatch(_RemoteWatch):
     """A log file on a host: its size is the progress."""
 
     def observe(self) -> Observation:
-        path = shlex.quote(self.target)
-        out = self._run(f"stat -c %s {path} && tail -n {TAIL_LINES} {path}")
+        out = self._run(WATCH_FILE.render(path=self.target))
         size, _, tail = out.partition("\n")
         return Observation(progress=size.strip(), tail=tail)
 
@@ -135,5 +140,5 @@ def observe_safely(watch: Watch) -> Observation | str:
     """The observation, or why the source could not be read (a host error is not a verdict)."""
     try:
         return watch.observe()
-    except HostError as error:
+    except (HostError, UnsafeArgument) as error:
         return str(error).splitlines()[0]
