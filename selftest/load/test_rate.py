@@ -108,3 +108,23 @@ def test_sweep_plot_is_written(tmp_path):
     path = plot_sweep(points, slo, tmp_path / "sweep.png", title="fake")
     assert path.stat().st_size > 1000
     assert points[0].as_json()["goodput_share"] == 1.0
+
+
+@given(count=st.integers(1, 300), rate=st.floats(0.01, 1e4), seed=st.integers())
+def test_vllm_arrivals_end_at_n_over_r_never_go_back_and_repeat(count, rate, seed):
+    from llmval.load._rate import vllm_offsets
+
+    offsets = vllm_offsets(count, rate, seed)
+    assert len(offsets) == count and offsets[0] > 0
+    assert offsets[-1] == pytest.approx(count / rate, rel=1e-9)  # vLLM rescales: the offered rate is exact
+    assert all(b >= a for a, b in itertools.pairwise(offsets))
+    assert offsets == vllm_offsets(count, rate, seed)
+
+
+def test_vllm_arrivals_are_exponential_before_the_rescale():
+    from llmval.load._rate import vllm_offsets
+
+    offsets = vllm_offsets(20000, 5.0, "seed")
+    gaps = [b - a for a, b in itertools.pairwise(offsets)]
+    assert statistics.fmean(gaps) == pytest.approx(0.2, rel=0.02)
+    assert statistics.pstdev(gaps) == pytest.approx(0.2, rel=0.05)

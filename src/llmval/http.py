@@ -174,6 +174,11 @@ def _headers(api_key_env: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+def api_key_headers(api_key_env: str | None) -> dict[str, str]:
+    """The Authorization header of an endpoint's API key (from the named environment variable), or none."""
+    return _headers(api_key_env)
+
+
 def make_client(base_url: str, *, api_key_env: str | None = None, timeout_s: float = 60,
                 recorder: Recorder | None = None, replay: Replay | None = None) -> httpx.Client:
     """A client for one endpoint: live, recording, or replaying."""

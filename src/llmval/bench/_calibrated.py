@@ -15,7 +15,8 @@ from pathlib import Path
 from ..engines.base import EngineAdapter
 from ..http import make_async_client
 from ..load import Workload, run_load
-from ..load._parallel import run_load_parallel
+from ..load._parallel import auto_workers, run_load_parallel
+from ..load._wire import WireClient
 from ._source import Schedule, Truth
 from ._vllm import VllmBench, VllmRun
 
@@ -60,23 +61,24 @@ def headline(result: dict) -> dict[str, float]:
 
 def suite_measure_parallel(base_url: str, *, model: str, input_len: int, output_len: int, case: CalibratedCase,
                            workers: int) -> dict:
-    """The suite's load generator split over `workers` processes (one event loop per core); its result JSON."""
+    """The suite's load generator over `workers` processes (0: `auto_workers(C)`); its result JSON with the
+    client's CPU (`client_cpu`)."""
     workload = Workload(model=model, input_len=input_len, output_len=output_len, concurrency=case.concurrency,
                         num_requests=case.num_requests, warmup_requests=case.warmups)
     prompts = [f"[calibration {i}] " + " ".join(["word"] * input_len) for i in range(case.warmups + case.num_requests)]
-    return run_load_parallel(base_url, workload, workers=workers, prompts=prompts,
-                             endpoint="calibration-source").as_json()
+    run, cpu = run_load_parallel(base_url, workload, workers=workers or auto_workers(case.concurrency),
+                                 prompts=prompts, endpoint="calibration-source")
+    return {**run.as_json(), "client_cpu": cpu.as_json()}
 
 
 async def suite_measure(base_url: str, *, model: str, input_len: int, output_len: int, case: CalibratedCase,
                         timeout_s: float = 120) -> dict:
-    """The suite's load generator, exactly as the perf gates run it; its result JSON."""
+    """The suite's load generator, exactly as the perf gates run it (one process, the wire client); its JSON."""
     workload = Workload(model=model, input_len=input_len, output_len=output_len, concurrency=case.concurrency,
                         num_requests=case.num_requests, warmup_requests=case.warmups)
-    # the client the perf gates use (llmval.http.endpoint_async_client): httpcore on plain asyncio streams
     async with make_async_client(base_url, timeout_s=timeout_s, max_connections=case.concurrency + 2,
-                                 asyncio_native=True) as client:
-        run = await run_load(client, workload, endpoint="calibration-source", engine=EngineAdapter)
+                                 asyncio_native=True) as client, WireClient(base_url, timeout_s=timeout_s) as wire:
+        run = await run_load(client, workload, endpoint="calibration-source", engine=EngineAdapter, streamer=wire)
     return run.as_json()
 
 

@@ -3,12 +3,17 @@
     python -m llmval bench --calibrated             # both tools vs the calibration source, C=1 and C=16
     python -m llmval bench --ceiling                # each tool's event-rate ceiling (median ITL within 2 %)
     python -m llmval bench --calibrated --ceiling   # both, one JSON line at the end
+    python -m llmval bench --ceiling --ceiling-ladder gpu   # the same at C=256, 16k..96k events/s (16 cores)
+    python -m llmval bench --pacing                 # open-loop pacing: achieved rate, schedule lag p99 (both tools)
     python -m llmval bench                          # the local engine side by side (ABBA rounds, 95 % CI)
                                                     # (its options: python -m llmval bench --engine-help)
+    python -m llmval bench --side-by-side --out OUT # both tools at C=1,16,64,256 and Poisson rates: OUT/summary.json
+                                                    # (its options: python -m llmval bench --side-by-side --help)
 
 Timing-sensitive: the runs hold the machine-wide engine lock (`--lock`). The last line printed is one
 JSON object: suite_max_err, vllm_max_err, suite_vs_vllm_max_diff (--calibrated), suite_ceiling_events_s,
-vllm_ceiling_events_s (--ceiling), and the machine's load average at the start and end.
+vllm_ceiling_events_s (--ceiling), pacing (--pacing: one row per rate), and the machine's load average
+at the start and end.
 """
 
 from __future__ import annotations
@@ -32,6 +37,13 @@ def _parser() -> argparse.ArgumentParser:
                                      epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--calibrated", action="store_true", help="measure the calibration source with both tools")
     parser.add_argument("--ceiling", action="store_true", help="find each tool's event-rate ceiling")
+    parser.add_argument("--ceiling-ladder", choices=("cpu", "gpu"), default="cpu",
+                        help="--ceiling: cpu (C=16..64, 400..6400 events/s, one source process) or gpu (C=256, "
+                             "16k..96k events/s, the source over several processes)")
+    parser.add_argument("--pacing", action="store_true",
+                        help="open-loop pacing against the calibration source: achieved rate and schedule lag")
+    parser.add_argument("--pacing-rates", type=float, nargs="+", default=[10, 100, 500, 1000])
+    parser.add_argument("--pacing-seconds", type=float, default=3.0, help="seconds of arrivals per rate")
     parser.add_argument("--no-vllm", action="store_true", help="the suite only (no `vllm bench serve`)")
     parser.add_argument("--engine-python", type=Path, default=engine_python_default(),
                         help="python of the venv holding vLLM (default .venv-engine/bin/python)")
@@ -60,9 +72,13 @@ def _load() -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(argv or [])
+    if "--side-by-side" in argv:
+        from ._side_by_side import main as side_by_side_main  # both tools, ABBA, OUT/summary.json
+
+        return side_by_side_main(argv)
     if "--engine-help" in argv:
         argv = ["--help"]
-    elif not {"--calibrated", "--ceiling", "-h", "--help"} & set(argv):
+    elif not {"--calibrated", "--ceiling", "--pacing", "-h", "--help"} & set(argv):
         from ._engine_side_by_side import main as engine_main  # the local engine side by side
 
         return engine_main(argv)
@@ -94,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
                 from ._ceiling import ceilings
 
                 line.update(ceilings(bench, args, stamp))
+            if args.pacing:
+                from ._pacing import pacing
+
+                line.update(pacing(bench, args, stamp))
             line["wall_s"] = round(time.monotonic() - started, 1)
     finally:
         if bench is not None:

@@ -324,9 +324,10 @@ class CalibrationSource:
         self.lateness = Lateness()
         self.server: asyncio.Server | None = None
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+    async def start(self, host: str = "127.0.0.1", port: int = 0, *, reuse_port: bool = False) -> int:
         loop = asyncio.get_running_loop()
-        self.server = await loop.create_server(lambda: _Connection(self), host, port, backlog=1024)
+        self.server = await loop.create_server(lambda: _Connection(self), host, port, backlog=4096,
+                                               reuse_port=reuse_port or None)
         return self.port
 
     @property
@@ -366,11 +367,100 @@ def source_process(schedule: Schedule, *, port: int = 0, host: str = "127.0.0.1"
             proc.wait()
 
 
-async def _serve(schedule: Schedule, host: str, port: int) -> None:
+async def _serve(schedule: Schedule, host: str, port: int, *, reuse_port: bool = False, control: bool = False) -> None:
     source = CalibrationSource(schedule)
-    await source.start(host, port)
+    await source.start(host, port, reuse_port=reuse_port)
     print(f"listening http://{host}:{source.port}", flush=True)
+    if control:  # one JSON command per stdin line: {"schedule": {...}} sets it, {} asks; answers the lateness
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        while line := await reader.readline():
+            command = json.loads(line)
+            answer = source.lateness.as_json()
+            if "schedule" in command:
+                source.schedule = replace(source.schedule, **command["schedule"])
+                source.lateness = Lateness()
+            print(json.dumps(answer), flush=True)
+        return
     await asyncio.Event().wait()
+
+
+class SourceFleet:
+    """`processes` calibration sources on one port (SO_REUSEPORT: the kernel spreads connections over them), so
+    the source is never the bottleneck of a ceiling measurement; each process is steered over its stdin (a new
+    schedule, its lateness), since HTTP would reach only one of them.
+
+        with SourceFleet(schedule, processes=4) as fleet:
+            fleet.set_schedule(replace(schedule, interval_s=0.004)); ...; fleet.lateness()
+    """
+
+    def __init__(self, schedule: Schedule, *, processes: int = 1, host: str = "127.0.0.1"):
+        self.schedule, self.host, self.processes = schedule, host, max(1, processes)
+        self.procs: list[subprocess.Popen] = []
+        self.url = ""
+
+    def _start(self, port: int) -> tuple[subprocess.Popen, str]:
+        entry = "import sys; from llmval.bench._source import main; sys.exit(main())"
+        argv = [sys.executable, "-c", entry, "--host", self.host, "--port", str(port), "--reuse-port", "--control",
+                "--schedule", json.dumps(asdict(self.schedule))]
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("listening "):
+            proc.kill()
+            raise RuntimeError(f"calibration source did not start (rc {proc.poll()}): {line!r}")
+        return proc, line.split()[1]
+
+    def __enter__(self) -> SourceFleet:
+        first, self.url = self._start(0)
+        self.procs = [first]
+        port = int(self.url.rsplit(":", 1)[1])
+        try:
+            self.procs += [self._start(port)[0] for _ in range(self.processes - 1)]
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _ask(self, command: dict) -> list[dict]:
+        for proc in self.procs:
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(command) + "\n")
+            proc.stdin.flush()
+        return [json.loads(proc.stdout.readline()) for proc in self.procs if proc.stdout is not None]
+
+    def set_schedule(self, schedule: Schedule) -> None:
+        self.schedule = schedule
+        self._ask({"schedule": asdict(schedule)})
+
+    def lateness(self) -> dict:
+        """The chunks sent since the last schedule, merged over the processes (events, max and over-1-ms counts)."""
+        answers = self._ask({})
+        return {"events": sum(a["events"] for a in answers), "late_max_ms": max(a["late_max_ms"] for a in answers),
+                "late_over_1ms": sum(a["late_over_1ms"] for a in answers), "processes": len(answers)}
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.procs = []
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _env() -> dict[str, str]:
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -382,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval-ms", type=float)
     parser.add_argument("--tokens-per-chunk", type=int)
     parser.add_argument("--output-len", type=int)
+    parser.add_argument("--reuse-port", action="store_true", help="share the port with other sources (SO_REUSEPORT)")
+    parser.add_argument("--control", action="store_true", help="take schedules as JSON lines on stdin")
     args = parser.parse_args(argv)
     schedule = Schedule(**json.loads(args.schedule)) if args.schedule else Schedule()
     overrides = {k: v for k, v in (("ttft_s", args.ttft_ms and args.ttft_ms / 1000),
@@ -390,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
                  if v}
     schedule = replace(schedule, **overrides)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(schedule, args.host, args.port))
+        asyncio.run(_serve(schedule, args.host, args.port, reuse_port=args.reuse_port, control=args.control))
     return 0
 
 

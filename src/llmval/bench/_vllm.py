@@ -20,6 +20,15 @@ _WORKER = """
 import json, sys, traceback
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 from vllm.benchmarks.serve import add_cli_args, main
+import vllm
+probe = FlexibleArgumentParser()
+add_cli_args(probe)
+options = sorted(o for a in probe._actions for o in a.option_strings)
+try:
+    import pandas  # the custom dataset's JSONL reader
+except ImportError:
+    options = [o for o in options if o != "--dataset-path"]
+print("@@OPTIONS " + json.dumps({"version": vllm.__version__, "options": options}), flush=True)
 print("@@READY", flush=True)
 for line in sys.stdin:
     parser = FlexibleArgumentParser()
@@ -55,14 +64,32 @@ class VllmRun:
     """Requests per second with Poisson arrivals; None: all at once (`inf`), capped by the concurrency."""
     goodput: tuple[str, ...] = ()
     """`--goodput` SLOs, e.g. ("ttft:500", "tpot:50") in ms."""
+    dataset_path: Path | None = None
+    """A JSONL of {"prompt": text} lines (`--dataset-name custom`, no chat template): the suite's own prompts;
+    None: vLLM's random dataset."""
+    max_concurrency: int | None = -1
+    """`--max-concurrency`; -1: `concurrency`; None: not passed (unbounded)."""
 
-    def argv(self, result_dir: Path, filename: str) -> list[str]:
+    def uses_custom_dataset(self, options: set[str] | None) -> bool:
+        """Whether this `bench serve` reads `dataset_path` (the options it has; `--dataset-path` is left out of
+        them by the worker where pandas, which reads the JSONL, is not installed)."""
+        needed = {"--dataset-path", "--custom-output-len", "--skip-chat-template"}
+        return self.dataset_path is not None and (options is None or needed <= options)
+
+    def argv(self, result_dir: Path, filename: str, options: set[str] | None = None) -> list[str]:
+        if self.uses_custom_dataset(options):
+            dataset = ["--dataset-name", "custom", "--dataset-path", str(self.dataset_path),
+                       "--custom-output-len", str(self.output_len), "--skip-chat-template"]
+            if options is None or "--disable-shuffle" in options:
+                dataset.append("--disable-shuffle")
+        else:
+            dataset = ["--dataset-name", "random", "--random-input-len", str(self.input_len),
+                       "--random-output-len", str(self.output_len), "--random-range-ratio", "0"]
+        cap = self.concurrency if self.max_concurrency == -1 else self.max_concurrency
         argv = [
             "--backend", "openai", "--base-url", self.base_url, "--endpoint", "/v1/completions",
-            "--model", self.model, "--tokenizer", str(self.tokenizer),
-            "--dataset-name", "random", "--random-input-len", str(self.input_len),
-            "--random-output-len", str(self.output_len), "--random-range-ratio", "0",
-            "--num-prompts", str(self.num_prompts), "--max-concurrency", str(self.concurrency),
+            "--model", self.model, "--tokenizer", str(self.tokenizer), *dataset,
+            "--num-prompts", str(self.num_prompts), *(["--max-concurrency", str(cap)] if cap is not None else []),
             "--request-rate", "inf" if self.request_rate is None else str(self.request_rate),
             "--num-warmups", str(self.warmups), "--ignore-eos", "--temperature", str(self.temperature),
             "--seed", str(self.seed), "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
@@ -89,20 +116,26 @@ class VllmBench:
         self._log = open(log, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
         self.proc = subprocess.Popen([str(engine_python), "-u", "-c", _WORKER], cwd=cwd, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True)
+        self.version: str | None = None
+        self.options: set[str] | None = None
+        """The option strings of this vLLM's `bench serve` (argv adapts to them)."""
         self._read_until("@@READY")
 
     def _read_until(self, *markers: str) -> str:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self._log.write(line)
-            if line.strip() in markers:
+            if line.startswith("@@OPTIONS "):
+                probe = json.loads(line[len("@@OPTIONS "):])
+                self.version, self.options = probe["version"], set(probe["options"])
+            elif line.strip() in markers:
                 return line.strip()
         raise VllmBenchFailed(f"vllm bench serve worker exited (rc {self.proc.wait()}); log: {self.log}")
 
     def run(self, run: VllmRun, result_dir: Path, filename: str) -> dict:
         """Run one benchmark; its result JSON (with `--save-detailed` per-request lists)."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(run.argv(result_dir, filename)) + "\n")
+        self.proc.stdin.write(json.dumps(run.argv(result_dir, filename, self.options)) + "\n")
         self.proc.stdin.flush()
         if self._read_until("@@DONE", "@@FAILED") != "@@DONE":
             raise VllmBenchFailed(f"vllm bench serve failed; log: {self.log}")

@@ -92,3 +92,50 @@ async def build_prompts(client: httpx.AsyncClient, *, model: str, input_len: int
     """`count` unique prompts (indices first_index..), calibrated one after another (cheap requests)."""
     return [await build_prompt(client, model=model, input_len=input_len, nonce=nonce, index=i, endpoint=endpoint)
             for i in range(first_index, first_index + count)]
+
+
+
+class WordPrompts:
+    """Unique prompts of exactly `input_len` server tokens, from a few `/tokenize` calls at creation, not per prompt.
+
+    Words that the server's tokenizer encodes as one token (" river" with its space, and the first word without)
+    are found once; a prompt is then `input_len - specials` such words drawn per prompt (seeded by nonce and
+    index, so no two prompts share a prefix-cache block): a byte-level BPE never merges across a space-led
+    word. Four prompts are checked with `/tokenize` at creation; if one is off, `exact` is False and callers
+    use the per-prompt calibration (`build_prompts`). Without `/tokenize` (e.g. the calibration source, which
+    counts whitespace words) a prompt is `input_len` words.
+
+        maker = await WordPrompts.create(client, model="smollm2", input_len=128, endpoint="local")
+        texts = maker.texts(nonce="a1b2", count=64)
+    """
+
+    def __init__(self, input_len: int, first: list[str], rest: list[str], n_words: int, exact: bool):
+        self.input_len, self.first, self.rest, self.n_words, self.exact = input_len, first, rest, n_words, exact
+
+    @classmethod
+    async def create(cls, client: httpx.AsyncClient, *, model: str, input_len: int, endpoint: str) -> WordPrompts:
+        import asyncio
+
+        probe = await _tokenize(client, model, "river", endpoint, add_special_tokens=False)
+        if probe is None:
+            return cls(input_len, list(WORDS), list(WORDS), input_len, exact=True)
+        specials = len(await _tokenize(client, model, "river", endpoint) or probe) - len(probe)
+        spaced = await asyncio.gather(*(_tokenize(client, model, " " + w, endpoint, add_special_tokens=False)
+                                        for w in WORDS))
+        bare = await asyncio.gather(*(_tokenize(client, model, w, endpoint, add_special_tokens=False)
+                                      for w in WORDS))
+        rest = [w for w, t in zip(WORDS, spaced, strict=True) if t is not None and len(t) == 1]
+        first = [w for w, t in zip(WORDS, bare, strict=True) if t is not None and len(t) == 1 and w in rest]
+        maker = cls(input_len, first, rest, input_len - specials, exact=False)
+        if len(rest) >= 16 and first and maker.n_words >= 4:
+            checks = await asyncio.gather(*(_tokenize(client, model, text, endpoint)
+                                            for text in maker.texts("check", 4)))
+            maker.exact = all(c is not None and len(c) == input_len for c in checks)
+        return maker
+
+    def texts(self, nonce: str, count: int, first_index: int = 0) -> list[str]:
+        out = []
+        for i in range(first_index, first_index + count):
+            rng = random.Random(f"{nonce}/{i}")
+            out.append(" ".join([rng.choice(self.first)] + [rng.choice(self.rest) for _ in range(self.n_words - 1)]))
+        return out

@@ -37,6 +37,28 @@ def poisson_offsets(count: int, rate: float, seed: int | str) -> list[float]:
     return offsets
 
 
+def vllm_offsets(count: int, rate: float, seed: int | str, burstiness: float = 1.0) -> list[float]:
+    """Arrival times as `vllm bench serve --request-rate R --burstiness B` draws them (`get_request`): gamma gaps
+    of mean 1/R (B = 1: Poisson), the first gap included, summed, then rescaled so the last arrival lands
+    exactly at count/R (so the offered rate is R for any seed).
+
+    >>> offsets = vllm_offsets(4, 2.0, 1)
+    >>> round(offsets[-1], 9), offsets == sorted(offsets)
+    (2.0, True)
+    """
+    if rate <= 0 or burstiness <= 0:
+        raise ValueError(f"request rate and burstiness must be positive, got {rate}, {burstiness}")
+    rng = random.Random(seed)
+    offsets, at = [], 0.0
+    for _ in range(count):
+        at += rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
+        offsets.append(at)
+    if offsets and offsets[-1] > 0:
+        scale = (count / rate) / offsets[-1]
+        offsets = [o * scale for o in offsets]
+    return offsets
+
+
 @dataclass(frozen=True)
 class Slo:
     """Latency objectives per request (ms); None: not constrained."""

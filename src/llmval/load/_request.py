@@ -40,6 +40,20 @@ class RequestRecord:
     chunks: int = 0
     finish_reason: str | None = None
     error: str = ""
+    scheduled_time: float | None = None
+    """Open-loop runs: when the schedule said to send it (same clock as `start_time`); None: closed loop."""
+
+    @property
+    def lag_s(self) -> float | None:
+        """How late the request was sent against its schedule (None in a closed-loop run)."""
+        return None if self.scheduled_time is None else self.start_time - self.scheduled_time
+
+    @property
+    def ttft_scheduled_s(self) -> float | None:
+        """TTFT from the scheduled send time: the latency a user arriving on schedule saw (no coordinated
+        omission); None in a closed-loop run."""
+        lag = self.lag_s
+        return None if lag is None or not self.success else self.ttft_s + lag
 
     @property
     def tpot_s(self) -> float | None:
@@ -73,16 +87,16 @@ class _Timing:
         self.record = record
         self.last_chunk_at: float | None = None
 
-    def message(self, data: str, at: float) -> None:
+    def message(self, data: str | bytes, at: float) -> None:
         record = self.record
-        if data == "[DONE]":
+        if data == "[DONE]" or data == b"[DONE]":
             return
         try:
             body = json.loads(data)
         except ValueError:
-            raise _StreamBroken(f"SSE data is not JSON: {data[:200]!r}") from None
+            raise _StreamBroken(f"SSE data is not JSON: {_text(data)[:200]!r}") from None
         if not isinstance(body, dict):
-            raise _StreamBroken(f"SSE data is not a JSON object: {data[:200]!r}")
+            raise _StreamBroken(f"SSE data is not a JSON object: {_text(data)[:200]!r}")
         if "error" in body and not body.get("choices"):
             raise _StreamBroken(f"error in stream: {json.dumps(body['error'])[:300]}")
         if choices := body.get("choices"):
@@ -108,14 +122,20 @@ class _Timing:
         record.success = True
 
 
+def _text(data: str | bytes) -> str:
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+
+
 class _StreamBroken(Exception):
     pass
 
 
 async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: str = "/v1/completions",
-                            clock: Clock = time.perf_counter) -> RequestRecord:
-    """POST one streaming completion and time it; never raises for a failed request (see `error`)."""
-    record = RequestRecord()
+                            clock: Clock = time.perf_counter, record: RequestRecord | None = None) -> RequestRecord:
+    """POST one streaming completion and time it; never raises for a failed request (see `error`).
+
+    `record` may come pre-filled (`scheduled_time` of an open-loop run); `start_time` is set here."""
+    record = record or RequestRecord()
     timing = _Timing(record)
     record.start_time = clock()
     total_s = client.timeout.read  # the whole request's time, as every request of the suite (llmval.bounded)

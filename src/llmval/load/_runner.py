@@ -8,6 +8,7 @@ exactly like vLLM's `benchmark_duration`. Failed requests are kept and counted, 
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -22,6 +23,7 @@ from ._prompts import Prompt, build_prompts
 from ._rate import poisson_offsets
 from ._request import Clock, RequestRecord, completion_payload, stream_completion
 from ._stats import RunMetrics, compute_metrics
+from ._wire import WireClient
 
 
 class OtherLoad(LlmvalError):
@@ -91,21 +93,54 @@ class LoadRun:
             "start_times": [r.start_time for r in self.records],
             "chunks": [r.chunks for r in self.records],
             "errors": [r.error for r in self.records],
+            "schedule_lags": [r.lag_s for r in self.records] if self.workload.request_rate is not None else [],
         }
 
 
-async def _run_batch(client: httpx.AsyncClient, payloads: list[dict], concurrency: int,
-                     clock: Clock, offsets: list[float] | None = None) -> list[RequestRecord]:
-    """All payloads, at most `concurrency` at once; with `offsets`, request i arrives at start + offsets[i]
-    (absolute: a late request never delays the next arrival), then waits for a slot like vLLM's."""
-    semaphore = asyncio.Semaphore(concurrency)
-    start = clock()
+Send = Callable[[dict | bytes, RequestRecord], Awaitable[RequestRecord]]
+"""Sends one request, filling the record it is given (`_request.stream_completion` or `WireClient.stream`)."""
 
-    async def limited(i: int, payload: dict) -> RequestRecord:
-        if offsets is not None and (wait := start + offsets[i] - clock()) > 0:
-            await asyncio.sleep(wait)
+SPIN_S = 0.0015
+"""Open loop: the last stretch before a send time is waited in zero-timeout loop turns (streams keep being
+read), because the selector's timeouts round up to the millisecond."""
+
+
+def sender(client: httpx.AsyncClient | WireClient, clock: Clock = time.perf_counter) -> Send:
+    """The send function for either client (the wire client times with its own clock)."""
+    if isinstance(client, WireClient):
+        return lambda payload, record: client.stream(payload, record=record)
+
+    async def send(payload: dict | bytes, record: RequestRecord) -> RequestRecord:
+        body = payload if isinstance(payload, dict) else json.loads(payload)
+        return await stream_completion(client, body, clock=clock, record=record)
+
+    return send
+
+
+async def sleep_until(due: float, clock: Clock = time.perf_counter) -> None:
+    """Wait until `clock()` reaches `due` (within tens of µs when the loop is not busy), reading streams meanwhile."""
+    while (wait := due - clock()) > 0:
+        await asyncio.sleep(wait - SPIN_S if wait > SPIN_S else 0)
+
+
+async def _run_batch(client: httpx.AsyncClient | WireClient | Send, payloads: list, concurrency: int,
+                     clock: Clock, offsets: list[float] | None = None,
+                     start: float | None = None) -> list[RequestRecord]:
+    """All payloads, at most `concurrency` at once; with `offsets`, request i is due at start + offsets[i]
+    (open loop: absolute times, a late request never delays the next one), then waits for a slot like vLLM's.
+    Each record keeps its `scheduled_time`, so latency from the schedule and the send lag can be reported."""
+    send = client if callable(client) and not isinstance(client, httpx.AsyncClient | WireClient) \
+        else sender(client, clock)
+    semaphore = asyncio.Semaphore(concurrency)
+    start = clock() if start is None else start
+
+    async def limited(i: int, payload: dict | bytes) -> RequestRecord:
+        record = RequestRecord()
+        if offsets is not None:
+            record.scheduled_time = start + offsets[i]
+            await sleep_until(record.scheduled_time, clock)
         async with semaphore:
-            return await stream_completion(client, payload, clock=clock)
+            return await send(payload, record)
 
     return list(await asyncio.gather(*(limited(i, p) for i, p in enumerate(payloads))))
 
@@ -113,12 +148,15 @@ async def _run_batch(client: httpx.AsyncClient, payloads: list[dict], concurrenc
 async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: str, engine: type[EngineAdapter],
                    prompts: list[Prompt] | None = None, nonce: str | None = None,
                    clock: Clock = time.perf_counter, metrics_client: httpx.AsyncClient | None = None,
-                   before_window: Callable[[], Awaitable[None]] | None = None) -> LoadRun:
+                   before_window: Callable[[], Awaitable[None]] | None = None,
+                   streamer: WireClient | None = None) -> LoadRun:
     """Warm up, then run `workload` against `client`'s server; prompts are built unless given.
 
     `engine` is the server's adapter class (`llmval.engines.adapter_class`): it names the counters read
     around the measured window and computes speculative acceptance over it.
     `before_window` is awaited between the warmup and the measured window (e.g. wait for an idle server).
+    `streamer`: the client of the streamed requests (the perf gates pass a `WireClient`: far less CPU per event
+    than httpx); `client` still builds the prompts and reads the counters. None: `client` streams too.
     """
     nonce = nonce or secrets.token_hex(4)
     total = workload.warmup_requests + workload.num_requests
@@ -130,7 +168,8 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
     payloads = [completion_payload(model=workload.model, prompt=p.text, output_len=workload.output_len,
                                    temperature=workload.temperature, ignore_eos=workload.ignore_eos)
                 for p in prompts[:total]]
-    warmup = await _run_batch(client, payloads[: workload.warmup_requests], workload.concurrency, clock)
+    streams = streamer if streamer is not None else client
+    warmup = await _run_batch(streams, payloads[: workload.warmup_requests], workload.concurrency, clock)
     if before_window is not None:
         await before_window()
     counters_client = metrics_client or client
@@ -139,7 +178,7 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
     offsets = (poisson_offsets(len(measured), workload.request_rate, nonce)
                if workload.request_rate is not None else None)
     started = clock()
-    records = await _run_batch(client, measured, workload.concurrency, clock, offsets)
+    records = await _run_batch(streams, measured, workload.concurrency, clock, offsets)
     duration = clock() - started
     after = await read_counters(counters_client, endpoint, engine)
     return LoadRun(endpoint=endpoint, workload=workload, nonce=nonce, records=records, warmup=warmup,

@@ -28,7 +28,7 @@ import httpx
 
 from ..engines import EngineAdapter, adapter_class
 from ..errors import LlmvalError, NotReady
-from ..http import endpoint_async_client
+from ..http import api_key_headers, endpoint_async_client
 from ..inventory import EndpointSpec, Inventory, PerfSpec
 from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
 from ._engine import read_counters, server_identity, server_key
@@ -36,6 +36,7 @@ from ._lock import engine_lock
 from ._plot import plot_run
 from ._rate import RatePoint, Slo, goodput, plot_sweep
 from ._runner import LoadRun, OtherLoad, Workload, run_load
+from ._wire import WireClient
 
 IDLE_TIMEOUT_S = 120.0
 IDLE_POLL_S = 1.0
@@ -122,6 +123,7 @@ class PerfSession:
         self.save_baseline = save_baseline
         self.say = progress
         self._connect = connect or (lambda endpoint, n: endpoint_async_client(endpoint, max_connections=n))
+        self._wire = connect is None  # the streams go over the wire client (a fake `connect` streams itself)
         self.runs: dict[tuple[str, int], Measured] = {}
         self.failures: dict[tuple[str, int], LlmvalError] = {}
         self.sweeps: dict[tuple[str, int], list[RatePoint]] = {}
@@ -212,13 +214,21 @@ class PerfSession:
 
     async def _run(self, endpoint: EndpointSpec, workload: Workload) -> tuple[LoadRun, dict]:
         engine = adapter_class(endpoint)
-        # No recorder: perf is never replayed, and teeing every streamed chunk would load the client.
+        # No recorder: perf is never replayed, and teeing every streamed chunk would load the client. The streams
+        # go over the wire client (llmval.load._wire: a third of httpx's CPU per event); prompts and counters
+        # over httpx.
         async with self._connect(endpoint, workload.concurrency + 2) as client:
             identity = await server_identity(client, endpoint=endpoint.name, engine=engine,
                                              base_url=str(endpoint.base_url).rstrip("/"),
                                              declared=endpoint.expect.model_dump(mode="json", exclude_none=True))
-            run = await run_load(client, workload, endpoint=endpoint.name, engine=engine,
-                                 before_window=lambda: wait_idle(client, endpoint.name, engine))
+            streamer = WireClient(str(endpoint.base_url).rstrip("/"), headers=api_key_headers(endpoint.api_key_env),
+                                  timeout_s=endpoint.request_timeout_s) if self._wire else None
+            try:
+                run = await run_load(client, workload, endpoint=endpoint.name, engine=engine,
+                                     before_window=lambda: wait_idle(client, endpoint.name, engine), streamer=streamer)
+            finally:
+                if streamer is not None:
+                    await streamer.aclose()
             return run, identity
 
     def _write(self, spec: PerfSpec, run: LoadRun, identity: dict) -> Path:

@@ -1,0 +1,373 @@
+"""The load generator's streaming client: HTTP/1.1 and SSE parsed in one asyncio Protocol, no per-event layers.
+
+At GPU event rates (~30k SSE chunks/s at C=256 on one H200 serving a small model) the httpx stack costs more
+CPU per event than the event itself is worth: httpx's response stream, the transport's byte iterator, h11's
+event machine and httpx-sse's line decoder each run per chunk, and each layer is an `await` (measured with
+`python -m llmval bench --ceiling`; numbers in README "Perf"). Here one `asyncio.Protocol` per connection
+receives the bytes, decodes the chunked transfer encoding and splits SSE events itself, and hands every
+complete `data:` payload to the same timing fold as the httpx path (`_request._Timing`, vLLM's definitions).
+Each event is timed when the bytes that complete it arrive (`data_received`), which is when an
+aiohttp reader like `vllm bench serve`'s times its read.
+
+Nothing between t0 and the request's write yields to the loop: an idle keep-alive connection is taken, t0 is
+read, the request (head and body in one buffer) is written. HTTP/1.1 only, one request per connection at a
+time, keep-alive, TLS for https (verified unless told not to). The read timeout is an inactivity timeout
+(no byte for `timeout_s`), as httpx's read timeout.
+
+    async with WireClient("http://127.0.0.1:8000", timeout_s=600) as client:
+        record = await client.stream(payload)        # a RequestRecord, never raises for a failed request
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+import time
+from urllib.parse import urlsplit
+
+from ._request import Clock, RequestRecord, _StreamBroken, _Timing
+
+_MAX_HEAD = 64 * 1024
+_MAX_ERROR_BODY = 64 * 1024
+
+
+class WireError(Exception):
+    """The connection failed before or during a response (the request's `error` names it)."""
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection that parses one streamed response at a time."""
+
+    def __init__(self, clock: Clock):
+        self.clock = clock
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._done: asyncio.Future | None = None
+        self._timing: _Timing | None = None
+        self.last_data = 0.0
+        self.received = 0
+        """Bytes of the current response received so far."""
+        self._state, self._keep_alive, self._status = "done", True, 0  # idle: reusable
+        self._buf = self._sse = self._error_body = b""
+        self._remaining = -1
+
+    # --- asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.transport = None
+        if self._done is not None and not self._done.done():
+            if self._state == "until-close" and exc is None:  # a body delimited by the close: complete
+                self._end()
+            else:
+                self._fail(WireError(f"connection closed by the server {self._where()}"
+                                     + (f": {exc}" if exc else "")))
+
+    def data_received(self, data: bytes) -> None:
+        now = self.clock()
+        self.last_data = now
+        self.received += len(data)
+        if self._done is None or self._done.done():
+            return  # bytes after the response (or with no request): ignored, the connection is not reused
+        try:
+            self._feed(data, now)
+        except _StreamBroken as broken:
+            self._fail(broken)
+        except (ValueError, WireError) as error:
+            self._fail(WireError(str(error)))
+
+    # --- one request
+    def begin(self, request: bytes, timing: _Timing) -> asyncio.Future:
+        assert self.transport is not None
+        self._done = asyncio.get_running_loop().create_future()
+        self._timing = timing
+        self._state = "head"
+        self._buf = b""
+        self._sse = b""
+        self._status = 0
+        self._keep_alive = True
+        self._remaining = -1
+        self._error_body = b""
+        self.received = 0
+        self.last_data = self.clock()
+        self.transport.write(request)
+        return self._done
+
+    def _where(self) -> str:
+        return {"head": "before the response head", "chunk-size": "mid-stream", "chunk-data": "mid-stream",
+                "chunk-crlf": "mid-stream", "length": "mid-body", "until-close": "mid-body"}.get(self._state, "")
+
+    def _feed(self, data: bytes, now: float) -> None:
+        if self._state == "head":
+            self._buf += data
+            end = self._buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self._buf) > _MAX_HEAD:
+                    raise WireError(f"response head longer than {_MAX_HEAD} bytes")
+                return
+            head, data = self._buf[:end].decode("latin-1"), self._buf[end + 4:]
+            self._buf = b""
+            self._head(head)
+        if self._state == "length":
+            take = data[: self._remaining]
+            self._remaining -= len(take)
+            self._body(take, now)
+            if self._remaining <= 0:
+                self._end()
+            return
+        if self._state == "until-close":
+            self._body(data, now)
+            return
+        # chunked transfer encoding, incremental
+        buf = self._buf + data if self._buf else data
+        pos, n = 0, len(buf)
+        out: list[bytes] = []
+        while pos < n:
+            if self._state == "chunk-size":
+                eol = buf.find(b"\r\n", pos)
+                if eol < 0:
+                    break
+                size = int(buf[pos:eol].split(b";", 1)[0], 16)
+                pos = eol + 2
+                if size == 0:
+                    self._state = "trailer"
+                    continue
+                self._remaining, self._state = size, "chunk-data"
+            elif self._state == "chunk-data":
+                take = min(self._remaining, n - pos)
+                out.append(buf[pos:pos + take])
+                pos += take
+                self._remaining -= take
+                if self._remaining == 0:
+                    self._state = "chunk-crlf"
+            elif self._state == "chunk-crlf":
+                if n - pos < 2:
+                    break
+                pos += 2
+                self._state = "chunk-size"
+            else:  # trailer: the message ends at an empty line
+                eol = buf.find(b"\r\n", pos)
+                if eol < 0:
+                    break
+                if eol == pos:
+                    pos = n
+                    if out:
+                        self._body(b"".join(out), now)
+                        out = []
+                    self._end()
+                    return
+                pos = eol + 2
+        self._buf = buf[pos:] if pos < n else b""
+        if out:
+            self._body(out[0] if len(out) == 1 else b"".join(out), now)
+
+    def _head(self, head: str) -> None:
+        status_line, *lines = head.split("\r\n")
+        parts = status_line.split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+            raise WireError(f"not an HTTP/1.x response: {status_line[:100]!r}")
+        self._status = int(parts[1])
+        chunked, length, sse = False, None, False
+        for line in lines:
+            name, _, value = line.partition(":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == "transfer-encoding":
+                chunked = "chunked" in value
+            elif name == "content-length":
+                length = int(value)
+            elif name == "connection":
+                self._keep_alive = "close" not in value
+            elif name == "content-type":
+                sse = value.startswith("text/event-stream")
+        if parts[0] == "HTTP/1.0":
+            self._keep_alive = False
+        if self._status == 200 and not sse:
+            raise _StreamBroken(f"not an SSE stream: content-type is not text/event-stream ({status_line})")
+        if chunked:
+            self._state = "chunk-size"
+        elif length is not None:
+            self._state, self._remaining = "length", length
+            if length == 0:
+                self._end()
+        else:
+            self._state, self._keep_alive = "until-close", False
+
+    def _body(self, payload: bytes, now: float) -> None:
+        if self._status != 200:
+            if len(self._error_body) < _MAX_ERROR_BODY:
+                self._error_body += payload[: _MAX_ERROR_BODY - len(self._error_body)]
+            return
+        sse = self._sse + payload if self._sse else payload
+        if b"\r" in sse:  # CRLF or CR line ends (allowed by the SSE spec): normalise, keeping a trailing CR
+            held = sse.endswith(b"\r")
+            sse = (sse[:-1] if held else sse).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
+        if b"\n\n" not in sse:
+            self._sse = sse
+            return
+        *events, self._sse = sse.split(b"\n\n")
+        timing = self._timing
+        assert timing is not None
+        for event in events:
+            if event.startswith(b"data: ") and b"\n" not in event:
+                data = event[6:]  # the common case: one data line
+            else:
+                lines = [line[5:] for line in event.split(b"\n") if line.startswith(b"data:")]
+                if not lines:
+                    continue  # a comment or an event without data
+                data = b"\n".join(line[1:] if line.startswith(b" ") else line for line in lines)
+            timing.message(data, now)
+
+    def _end(self) -> None:
+        self._state = "done"
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+    def _fail(self, error: Exception) -> None:
+        self._keep_alive = False
+        if self.transport is not None:
+            self.transport.close()
+        if self._done is not None and not self._done.done():
+            self._done.set_exception(error)
+
+    @property
+    def reusable(self) -> bool:
+        return (not self.closed and self._keep_alive and self._state == "done" and self.transport is not None
+                and not self.transport.is_closing())
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class WireClient:
+    """Streamed completions over keep-alive connections to one server (`base_url`), timed as vLLM times them."""
+
+    def __init__(self, base_url: str, *, headers: dict[str, str] | None = None, timeout_s: float = 600,
+                 connect_timeout_s: float = 10, verify: bool = True, clock: Clock = time.perf_counter):
+        url = urlsplit(base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"base URL must be http(s)://host[:port], got {base_url!r}")
+        self.host, self.port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
+        self.prefix = url.path.rstrip("/")
+        self.ssl = (ssl.create_default_context() if verify else ssl._create_unverified_context()) \
+            if url.scheme == "https" else None
+        host_header = url.netloc.rsplit("@", 1)[-1]
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        self._head = (f"Host: {host_header}\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\n"
+                      f"User-Agent: llmval-load\r\n{extra}").encode("latin-1")
+        self.timeout_s, self.connect_timeout_s, self.clock = timeout_s, connect_timeout_s, clock
+        self._idle: list[_Conn] = []
+        self._all: set[_Conn] = set()
+
+    def request_bytes(self, path: str, body: bytes) -> bytes:
+        return (f"POST {self.prefix}{path} HTTP/1.1\r\n".encode("latin-1") + self._head
+                + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    async def _connect(self) -> _Conn:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                _, conn = await loop.create_connection(lambda: _Conn(self.clock), self.host, self.port, ssl=self.ssl)
+        except TimeoutError as error:
+            raise WireError(f"ConnectTimeout: connecting to {self.host}:{self.port}") from error
+        except OSError as error:
+            raise WireError(f"ConnectError: {self.host}:{self.port}: {error}") from error
+        self._all.add(conn)
+        return conn
+
+    async def warm(self, connections: int) -> None:
+        """Open `connections` keep-alive connections now (outside any measured window)."""
+        fresh = await asyncio.gather(*(self._connect() for _ in range(max(0, connections - len(self._idle)))))
+        self._idle.extend(fresh)
+
+    async def stream(self, payload: dict | bytes, *, path: str = "/v1/completions",
+                     record: RequestRecord | None = None) -> RequestRecord:
+        """POST one streaming completion and time it; never raises for a failed request (see `error`).
+
+        `record` may come pre-filled (e.g. `scheduled_time` of an open-loop run); `start_time` is set here,
+        right before the request is written."""
+        record = record or RequestRecord()
+        body = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
+        request = self.request_bytes(path, body)
+        conn = None
+        for _ in range(2):  # a stale idle connection may be closed under us once
+            conn = None
+            while self._idle:
+                candidate = self._idle.pop()
+                if candidate.reusable:
+                    conn = candidate
+                    break
+                candidate.close()
+                self._all.discard(candidate)
+            reused = conn is not None
+            if conn is None:
+                try:
+                    conn = await self._connect()
+                except WireError as error:
+                    record.start_time = record.start_time or self.clock()
+                    record.error = str(error)
+                    return record
+            timing = _Timing(record)
+            record.start_time = self.clock()
+            done = conn.begin(request, timing)
+            try:
+                await self._wait(conn, done)
+            except WireError as error:
+                self._all.discard(conn)
+                if reused and conn.received == 0:
+                    continue  # closed before any byte of the answer: the server dropped an idle connection
+                record.error = f"ReadError: {error}"
+                return record
+            except _StreamBroken as broken:
+                self._all.discard(conn)
+                record.error = str(broken)
+                return record
+            break
+        else:
+            return record
+        assert conn is not None
+        if conn._status != 200:
+            record.error = f"HTTP {conn._status}: {conn._error_body.decode('utf-8', 'replace')[:300]}"
+        else:
+            try:
+                timing.finish()
+            except _StreamBroken as broken:
+                record.error = str(broken)
+        if conn.reusable:
+            self._idle.append(conn)
+        else:
+            conn.close()
+            self._all.discard(conn)
+        return record
+
+    async def _wait(self, conn: _Conn, done: asyncio.Future) -> None:
+        while True:
+            remaining = conn.last_data + self.timeout_s - self.clock()
+            try:
+                await asyncio.wait_for(asyncio.shield(done), max(remaining, 0.001))
+                return
+            except TimeoutError:
+                if done.done():
+                    done.result()
+                    return
+                if self.clock() - conn.last_data >= self.timeout_s:
+                    conn._fail(WireError(f"ReadTimeout: no data within {self.timeout_s:g} s"))
+                    with contextlib.suppress(WireError):
+                        await done
+                    raise WireError(f"no data within the read timeout ({self.timeout_s:g} s)") from None
+
+    async def aclose(self) -> None:
+        for conn in list(self._all):
+            conn.close()
+        self._all.clear()
+        self._idle.clear()
+
+    async def __aenter__(self) -> WireClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
