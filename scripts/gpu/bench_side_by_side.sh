@@ -37,7 +37,7 @@ echo "side-by-side rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
 timeout 75 "$PY" -m llmval bench --ceiling --ceiling-ladder gpu --engine-python "$PY" --tokenizer "$TOKENIZER" \
   --lock "$W/engine.lock" --out "$W/ceiling" > "$W/ceiling.log" 2>&1
 echo "ceiling rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
-timeout 35 "$PY" -m llmval bench --pacing --lock "$W/engine.lock" --out "$W/pacing" > "$W/pacing.log" 2>&1
+timeout 35 "$PY" -m llmval bench --pacing --pacing-seconds 2 --tokenizer "$TOKENIZER" --engine-python "$PY" --lock "$W/engine.lock" --out "$W/pacing" > "$W/pacing.log" 2>&1
 echo "pacing rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
 uptime >> "$W/env.txt"; tail -c 200000 /tmp/vllm.log > "$W/vllm-engine-tail.log" 2>/dev/null
 cp "$W/side-by-side/summary.json" "$OUT/summary.json" 2>/dev/null

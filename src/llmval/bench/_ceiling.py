@@ -141,13 +141,16 @@ def ceilings(bench: VllmBench | None, args: argparse.Namespace, stamp: str) -> d
             value, steps = ceiling(tool, fleet, bench, args.tokenizer, args.out, ladder)
             found[f"{tool.replace('-', '_')}_ceiling_events_s"] = round(value)
             rows += steps
+            _write(args.out / f"ceiling-{stamp}.json", ladder_name, cores, processes, rows, found)  # kept if cut short
     top = ladder[-1][0] * 1000 / ladder[-1][1]
     print(f"ceiling (median ITL within {TOLERANCE:.0%} of truth; ladder {ladder_name}, top {top:.0f} events/s; "
           f"source over {processes} process(es)): suite (one process, as the perf gates run it) "
           f"{found['suite_ceiling_events_s']} events/s, suite over worker processes "
           f"{found['suite_workers_ceiling_events_s']} events/s, vllm bench serve "
           f"{found.get('vllm_ceiling_events_s')} events/s ({time.monotonic() - started:.0f} s)")
-    (args.out / f"ceiling-{stamp}.json").write_text(json.dumps(
-        {"ladder": ladder_name, "cpu_count": cores, "source_processes": processes, "steps": rows, **found},
-        indent=1), encoding="utf-8")
     return found
+
+
+def _write(path: Path, ladder: str, cores: int, processes: int, rows: list[dict], found: dict) -> None:
+    path.write_text(json.dumps({"ladder": ladder, "cpu_count": cores, "source_processes": processes, "steps": rows,
+                                **found}, indent=1), encoding="utf-8")

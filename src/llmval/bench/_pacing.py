@@ -115,6 +115,6 @@ def pacing(bench: VllmBench | None, args: argparse.Namespace, stamp: str) -> dic
                     print(f"vllm   {rate:>7g} req/s: achieved {vrow['achieved_rps']:.2f} ({vrow['rate_error']:+.2%}), "
                           f"lag p50 {vrow['lag_p50_ms']:.3f} p99 {vrow['lag_p99_ms']:.3f} max {vrow['lag_max_ms']:.2f}"
                           " ms (vs its least-late request)", flush=True)
-    (args.out / f"pacing-{stamp}.json").write_text(json.dumps({"schedule": SCHEDULE.__dict__, "pacing": rows,
-                                                              "vllm_pacing": vllm_rows}, indent=1), encoding="utf-8")
+            (args.out / f"pacing-{stamp}.json").write_text(json.dumps(  # after every rate: kept if cut short
+                {"schedule": SCHEDULE.__dict__, "pacing": rows, "vllm_pacing": vllm_rows}, indent=1), encoding="utf-8")
     return {"pacing": rows, "vllm_pacing": vllm_rows}
