@@ -132,7 +132,10 @@ def test_hung_server_is_named_by_the_health_probe_within_15_s(pytester):
     for name, (outcome, message) in outcomes.items():
         if outcome not in {"passed", "skipped"} and not name.startswith("test_health_answers_200"):
             assert "could not check" in message, f"{name}: {message}"
-            assert "no answer within 5 s" in message or "stopped answering" in message, f"{name}: {message}"
+            # the startup facts: the copied log names another run's API server pid, not the hung server's
+            # (issue 21.3: a log counts only when it belongs to the process serving the port)
+            assert "no answer within 5 s" in message or "stopped answering" in message or \
+                "the log is an earlier server's" in message, f"{name}: {message}"
     assert tests_s < 15, f"the serving tests took {tests_s:.1f} s (request_timeout_s is 600)"
 
 

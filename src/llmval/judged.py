@@ -46,7 +46,7 @@ FACTS: dict[str, dict[str, tuple[str, ...]]] = {
         "model_files": ("hosts.model_files.*",),
         "ray.alive_nodes": ("hosts.ray.alive_gpu_nodes",),
         "ray.gpus_per_node": ("hosts.ray.alive_gpu_nodes",),
-        "gpu_processes": ("hosts.gpu.stray_processes",),
+        "gpu_processes": ("hosts.gpu.stray_processes", "hosts.gpu.zombie_workers"),
     },
     "endpoints": {
         "engine": ("serving.engine.kind",),

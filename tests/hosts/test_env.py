@@ -13,4 +13,5 @@ def test_serving_env_as_required(env_var, facts_of, expect):
            observed=observed, ok=env is not None and env.get(name) == wanted,
            hint=f"set it where {host.env.source} is defined (Environment= in the unit, -e in docker run)"
            if wanted is not None else f"remove {name} from {host.env.source}",
-           evidence=f"read from {env.read_from}" if env is not None else "")
+           evidence=f"read from {env.read_from}" if env is not None else "",
+           depends_on=("hosts.gpu.zombie_workers",))  # a serving process gone, its workers left: that is the cause

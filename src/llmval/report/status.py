@@ -221,7 +221,8 @@ def root_causes(results: RunResults) -> list[Failure]:
     """Each root failure (no failing check it depends on), with the failures that depend on it under it.
 
     A failure depends on another when its verdict's `depends_on` names that check, failing on the same
-    target (or on a target its own name starts with); chains lead to their first failure. Could-not-check
+    target (or on a target its own name starts with), or names `check@target` (an endpoint's check on its
+    host's: `hosts.gpu.zombie_workers@h200`); chains lead to their first failure. Could-not-check
     roots of one shared cause (`Verdict.shared_cause`) are one root failure, the others in its `also`.
     """
     failures = []
@@ -237,9 +238,11 @@ def root_causes(results: RunResults) -> list[Failure]:
         by_check[failure.verdict.check].append(failure)
 
     def parent(failure: Failure) -> Failure | None:
-        for check in failure.verdict.depends_on:
+        for dependency in failure.verdict.depends_on:
+            check, _, target = dependency.partition("@")
             for other in by_check.get(check, []):
                 if other is not failure and other.verdict.check != failure.verdict.check and (
+                        other.verdict.target == target if target else
                         other.verdict.target == failure.verdict.target
                         or failure.verdict.target.startswith(other.verdict.target)):
                     return other

@@ -1,0 +1,241 @@
+"""Who holds the GPUs: serving processes, strays, and zombie workers whose server is gone.
+
+Names as owners write them (issue 21.1). `fuser -v /dev/nvidia*` prints the kernel's 15-character `comm`
+(`VLLM::EngineCor`); owners write the process title that `nvidia-smi` and `ps -o args` show
+(`VLLM::EngineCore`), a program name (`python3`) or a full command line. `match_name` tries, in order: the
+comm itself, the command line / process title (whole, argv[0], argv[0]'s basename, a leading part of it),
+and last, only where the command line is unknown, a 15-character comm that is the start of an allowed name
+(the kernel's cut). It says which name matched and how.
+
+Zombie workers (issue 21.2). A serving process (allowed by name or by unit) that holds the GPUs is attached
+when it, or one of its ancestors, holds a socket on a port of an endpoint the inventory declares on this
+host. One that is not is a zombie: its server is gone (killed with `kill -9`, crashed), it still holds the
+GPU memory, and the next start fails or OOMs. A name alone never makes a holder allowed.
+
+    >>> match_name("VLLM::EngineCor", "VLLM::EngineCore", ["VLLM::EngineCore"]).how
+    'its process title `VLLM::EngineCore` (fuser prints the 15-character comm `VLLM::EngineCor`)'
+    >>> match_name("VLLM::EngineCor", None, ["VLLM::EngineCore"]).how
+    "its comm `VLLM::EngineCor`, the kernel's 15-character cut of `VLLM::EngineCore`"
+    >>> match_name("python3", "/usr/bin/python3 -m vllm.entrypoints.openai.api_server", ["sglang"]) is None
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .parsers.procs import COMM_LEN, ComputeApp, GpuHolder, ProcessRow
+
+
+@dataclass(frozen=True)
+class NameMatch:
+    """Which allowed name a holder matched, and how (quoted in the verdict)."""
+
+    allowed: str
+    how: str
+
+
+def match_name(comm: str, args: str | None, allowed: list[str]) -> NameMatch | None:
+    """The allowed name `comm` (fuser's COMMAND) or `args` (the full command line / process title) matches."""
+    for name in allowed:
+        if comm == name:
+            return NameMatch(name, f"its comm `{comm}`")
+    if args:
+        argv0 = args.split(" ", 1)[0]
+        note = f" (fuser prints the 15-character comm `{comm}`)" if comm != args and len(comm) == COMM_LEN else ""
+        for name in allowed:
+            if args == name or argv0 == name:
+                what = "process title" if args == argv0 else "command line"
+                return NameMatch(name, f"its {what} `{args if args == name else argv0}`{note}")
+            if os.path.basename(argv0) == name:
+                return NameMatch(name, f"its program `{argv0}`")
+            if " " in name and (args + " ").startswith(name + " "):
+                return NameMatch(name, f"its command line `{args[:120]}`")
+        return None
+    for name in allowed:
+        if len(comm) == COMM_LEN and name.startswith(comm) and len(name) > COMM_LEN:
+            return NameMatch(name, f"its comm `{comm}`, the kernel's 15-character cut of `{name}`")
+    return None
+
+
+def human_age(seconds: int) -> str:
+    """`133` -> `2 min 13 s`; `11000` -> `3 h 3 min`; `200000` -> `2 d 7 h`."""
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    if seconds < 86400:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
+def gib(mib: int) -> str:
+    return f"{mib / 1024:.1f} GiB"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One process holding /dev/nvidia*, with what the host says about it."""
+
+    pid: int
+    comm: str
+    """fuser's COMMAND (the kernel's comm, at most 15 characters)."""
+    row: ProcessRow | None = None
+    """Its `ps` row (parent, age, command line); None when it exited between the reads."""
+    unit: str | None = None
+    allowed_as: NameMatch | None = None
+    apps: tuple[ComputeApp, ...] = ()
+    """Its nvidia-smi compute-app rows (GPU memory per GPU)."""
+
+    @property
+    def name(self) -> str:
+        """The full name: the process title / argv[0] where known, else the comm."""
+        if self.row and self.row.args:
+            return self.row.argv0 if len(self.row.args) > 60 else self.row.args
+        return self.comm
+
+    @property
+    def is_serving(self) -> bool:
+        return self.allowed_as is not None or self.unit is not None
+
+    def memory(self) -> str:
+        """`holds 44.2 GiB on GPU-5f1c...` or why it is not known."""
+        known = [a for a in self.apps if a.used_mib is not None]
+        if not self.apps:
+            return "GPU memory: nvidia-smi lists no compute app with this pid"
+        if not known:
+            return f"GPU memory: not reported by nvidia-smi ({self.apps[0].gpu_uuid})"
+        total = sum(a.used_mib for a in known)  # type: ignore[misc]
+        gpus = ", ".join(dict.fromkeys(a.gpu_uuid for a in known))
+        return f"holds {gib(total)} ({total} MiB) on {gpus}"
+
+    def why_allowed(self) -> str:
+        if self.allowed_as is not None:
+            return f"allowed as `{self.allowed_as.allowed}`: {self.allowed_as.how}"
+        return f"in allowed unit {self.unit}"
+
+
+@dataclass
+class Judgement:
+    """The holders sorted out: attached serving processes, zombies (with why), strays."""
+
+    attached: list[tuple[Holder, str]] = field(default_factory=list)
+    zombies: list[tuple[Holder, str]] = field(default_factory=list)
+    strays: list[Holder] = field(default_factory=list)
+    unjudged: list[tuple[Holder, str]] = field(default_factory=list)
+    """Serving holders whose attachment cannot be told (no endpoint declared on this host)."""
+    ports: str = ""
+    """What the declared ports showed, for people (`port 8000: nothing listens`)."""
+
+    def zombie_text(self) -> list[str]:
+        return [f"pid {h.pid} {h.name} ({h.why_allowed()}), up {human_age(h.row.age_s) if h.row else '?'}, "
+                f"{why}, {h.memory()}" for h, why in self.zombies]
+
+
+def describe_holders(gpu_holders: list[GpuHolder], rows: dict[int, ProcessRow], apps: list[ComputeApp],
+                     allowed: list[str], units: dict[int, str | None], allowed_units: list[str]) -> list[Holder]:
+    """Each fuser holder with its ps row, allowed name (how it matched), allowed unit and GPU memory."""
+    out = []
+    for h in gpu_holders:
+        row = rows.get(h.pid)
+        unit = units.get(h.pid)
+        out.append(Holder(h.pid, h.command, row, unit if unit in allowed_units else None,
+                          match_name(h.command, row.args if row else None, allowed),
+                          tuple(a for a in apps if a.pid == h.pid)))
+    return out
+
+
+def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], listening: dict[int, list[int]],
+          port_pids: dict[int, list[int]]) -> Judgement:
+    """Sort the holders: strays (not serving), and each serving one attached (itself or an ancestor holds a
+    declared port's socket) or a zombie (why: port closed, parent gone, parent serves no declared port)."""
+    result = Judgement()
+    closed = [p for p in ports if p not in listening]
+    servers = {pid: port for port in ports for pid in port_pids.get(port, [])}
+    result.ports = "; ".join(
+        f"port {p}: nothing listens" if p in closed else
+        f"port {p}: served by pid {', '.join(str(x) for x in port_pids.get(p, []))}" if port_pids.get(p) else
+        f"port {p}: listening, but its process is not visible to this user" for p in ports)
+    for holder in holders:
+        if not holder.is_serving:
+            result.strays.append(holder)
+            continue
+        if not ports:
+            result.unjudged.append((holder, "no endpoint is declared on this host, so no serving port to check"))
+            continue
+        chain, pid, seen = [], holder.pid, set()
+        while pid in rows and pid not in seen:
+            seen.add(pid)
+            if pid in servers:
+                chain.append(pid)
+                break
+            pid = rows[pid].ppid
+        if chain:
+            server = chain[0]
+            how = "it serves" if server == holder.pid else f"its ancestor pid {server} ({_short(rows, server)}) serves"
+            result.attached.append((holder, f"{how} port {servers[server]}"))
+            continue
+        hidden = [p for p in ports if p not in closed and not port_pids.get(p)]
+        if hidden:
+            result.unjudged.append((holder, f"port {hidden[0]} listens but fuser cannot see its process "
+                                            "(run the host checks as root or as the serving user)"))
+            continue
+        result.zombies.append((holder, _why_orphan(holder, rows, ports, closed)))
+    return result
+
+
+def _short(rows: dict[int, ProcessRow], pid: int) -> str:
+    args = rows[pid].args if pid in rows else "?"
+    return args if len(args) <= 80 else args[:77] + "..."
+
+
+def _why_orphan(holder: Holder, rows: dict[int, ProcessRow], ports: list[int], closed: list[int]) -> str:
+    parts = []
+    row = holder.row
+    if row is None:
+        parts.append("exited while it was read")
+    elif row.ppid <= 1:
+        parts.append("its parent is gone (PPID 1)")
+    else:
+        parts.append(f"its parent pid {row.ppid} ({_short(rows, row.ppid)}) serves no declared port")
+    for port in ports:
+        parts.append(f"port {port}: nothing listens" if port in closed else f"port {port} is served by another "
+                     "process tree")
+    return ", ".join(parts)
+
+
+def endpoint_ports(inventory, host_name: str) -> list[int]:
+    """Ports of the endpoints the inventory declares on `host_name` (their `host`), from their base_url."""
+    ports = []
+    for endpoint in inventory.endpoints:
+        if endpoint.host == host_name:
+            url = endpoint.base_url
+            port = url.port or (443 if url.scheme == "https" else 80)
+            ports.append(int(port))
+    return list(dict.fromkeys(ports))
+
+
+def read_judgement(facts, rule, ports: list[int]) -> tuple[Judgement, list[Holder], str]:
+    """Read what the judgement needs through the declared host facts (`llmval.hostfacts.processes`) and judge.
+
+    Returns the judgement, every holder, and a note on what could not be read (GPU memory). A recording made
+    before these reads existed raises ReplayMiss (the caller says so)."""
+    from .errors import LlmvalError, ReplayMiss
+    from .hostfacts.processes import lineage
+
+    gpu_holders = facts.gpu_holders()
+    rows = lineage(facts, [h.pid for h in gpu_holders]) if gpu_holders else {}
+    note = ""
+    try:
+        apps = facts.gpu_apps() if gpu_holders else []
+    except ReplayMiss:
+        raise
+    except LlmvalError as error:
+        apps, note = [], f"GPU memory per process not read: {str(error).splitlines()[0]}"
+    units = {h.pid: GpuHolder(h.pid, h.command, facts.cgroup(h.pid)).unit for h in gpu_holders} \
+        if rule.allowed_units else {}
+    holders = describe_holders(gpu_holders, rows, apps, list(rule.allowed), units, list(rule.allowed_units))
+    listening = facts.listening_ports() if ports and any(h.is_serving for h in holders) else {}
+    port_pids = {p: facts.port_pids(p) for p in ports if p in listening}
+    return judge(holders, rows, ports, listening, port_pids), holders, note
