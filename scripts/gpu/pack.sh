@@ -3,4 +3,4 @@
 set -u
 source "$(dirname "$0")/common.sh"
 name=$1; shift
-tar czf "$OUT/$name.tgz" -C /tmp/runs "$@" && ls -la "$OUT/$name.tgz"
+tar czf "$OUT/$name.tgz" -C $RUNS "$@" && ls -la "$OUT/$name.tgz"

@@ -5,7 +5,7 @@
 set -u
 source "$(dirname "$0")/common.sh"
 name=$1; inv=$(readlink -f "$2"); shift 2
-w=/tmp/runs/$name; rm -rf "$w"; mkdir -p "$w"
+w=$RUNS/$name; rm -rf "$w"; mkdir -p "$w"
 t0=$(date +%s)
 (cd "$REPO" && PYTHONPATH=$SUITE:$SITE timeout "${RUN_TIMEOUT:-420}" python3 -m pytest --inventory="$inv" \
    --record "$w/rec" --reports "$w/reports" -p no:xdist -p no:cacheprovider "$@") > "$w/pytest.out" 2>&1
@@ -14,5 +14,5 @@ echo "rc=$rc wall=$(( $(date +%s) - t0 ))s args=$*" | tee "$w/rc.txt"
 tail -30 "$w/pytest.out"
 bash "$(dirname "$0")/capture.sh" "$w/after"
 cp $LOG "$w/vllm.log" 2>/dev/null; cp "$inv" "$w/inventory.toml"
-cp /tmp/vllm.pid "$w/vllm.pid" 2>/dev/null
+cp $PIDFILE "$w/vllm.pid" 2>/dev/null
 exit 0

