@@ -20,6 +20,7 @@ Four read-only commands, each its own fact:
 from __future__ import annotations
 
 from ..errors import CommandFailed
+from ..inventory._values import PIDS
 from ..parsers.procs import (
     ComputeApp,
     ProcessRow,
@@ -28,10 +29,9 @@ from ..parsers.procs import (
     parse_listening_ports,
     parse_ps_rows,
 )
-from ._command import NUMBER, Command, Kind
+from ._command import NUMBER, Command
 from ._fact import Reader, fact
 
-PIDS = Kind("comma-separated pid list", r"[0-9]{1,10}(?:,[0-9]{1,10}){0,255}", "4242,4101")
 PROCESS_ROWS = Command("process-rows", "ps -ww -o pid=,ppid=,etimes=,args= -p {pids}", pids=PIDS)
 LISTENING = Command("tcp-listening",
                     "awk '$4 == \"0A\" {{print $2, $8}}' /proc/net/tcp /proc/net/tcp6 2>/dev/null")

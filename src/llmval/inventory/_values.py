@@ -94,7 +94,9 @@ PATTERN = Kind("process pattern", r"[^\s\x00-\x1f\x7f';`-][^\x00-\x1f\x7f';`]{0,
 or `$(`."""
 TEXT = Kind("message", r"[\w.,:/@%+=~ ()\[\]-]+", "reports/launch/start-vllm.log or /tmp/x.log")
 """Free text that is only ever printed (an error message of the command itself)."""
-KINDS: tuple[Kind, ...] = (PATH, GLOB, UNIT, CONTAINER, NUMBER, PATTERN, TEXT)
+PIDS = Kind("comma-separated pid list", r"[0-9]{1,10}(?:,[0-9]{1,10}){0,255}", "4242,4101")
+"""Process ids for `ps -p` (found on the host by an earlier read, never from the inventory)."""
+KINDS: tuple[Kind, ...] = (PATH, GLOB, UNIT, CONTAINER, NUMBER, PATTERN, TEXT, PIDS)
 """Every kind of command argument (`llmval.command` re-exports them)."""
 _ANY_PATH = Kind("path", r"[^\x00-\x1f\x7f]+", "~/.ssh/id_ed25519")
 """A path on this machine only (an ssh identity file): never a command argument on a host."""
