@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from llmval import health
+from llmval import health, hostfacts
 from llmval.hostfacts import HostFacts
 from llmval.inventory import GpuHealthSpec, HostSpec, LocalTransport
 from llmval.parsers.gpu_health import GpuHealth, parse_gpu_health_xml
+from llmval.recording import Replay
 from llmval.transport import connect
 from selftest.strategies import ROOT
 
@@ -175,6 +176,43 @@ def test_no_readable_kernel_log_is_not_reported_with_both_causes(tmp_path):
     verdict = health.judge_xid(facts.kernel_log("auto"))
     assert verdict.ok is None
     assert "No journal files were found" in verdict.reason and "Operation not permitted" in verdict.reason
+
+
+# REAL (a public syslog excerpt, Jan 16, host `pyrite`): the driver's own off-the-bus line, and the Xid 79 line it
+# followed there. Issue 21.5: without the Xid line (held-out real logs), the kernel-log grep dropped it and xid passed.
+OFF_BUS = "Jan 16 14:04:39 pyrite kernel: [44643.002806] NVRM: GPU 0000:05:00.0: GPU has fallen off the bus."
+XID_79_PYRITE = ("Jan 16 14:04:39 pyrite kernel: [44643.002804] NVRM: Xid (PCI:0000:05:00): 79, pid=1173, GPU has "
+                 "fallen off the bus.")
+
+
+def test_a_gpu_off_the_bus_without_an_xid_line_fails_xid(tmp_path):
+    facts = _host(tmp_path, ("No journal files were found.", ">&2", 0),
+                  (f"[    0.000000] Linux version 6.8.0-49-generic #49-Ubuntu SMP\n{OFF_BUS}", "", 0))
+    logs = facts.kernel_log("auto")  # the real grep of the kernel-log command runs on the fake dmesg's output
+    assert logs[-1].source == hostfacts.KERNEL_GPU_DMESG.render() and [x.line for x in logs[-1].xids] == [OFF_BUS]
+    verdict = health.judge_xid(logs)
+    assert verdict.ok is False and verdict.observed == {"GPU has fallen off the bus (no Xid line)": "1x: as Xid 79"}
+    assert verdict.evidence == [OFF_BUS] and health.judge_xid(logs, allowed=(79,)).ok is True
+
+
+def test_an_xid_79_and_its_off_bus_line_count_once():
+    log = health.read_journal(0, f"{BANNER}{XID_79_PYRITE}\n{OFF_BUS}\n", "", "journalctl ...")
+    assert [(x.code, x.xid_line) for x in log.xids] == [(79, True)]
+    assert health.judge_xid([log]).observed == {"Xid 79": "1x: GPU has fallen off the bus"}
+
+
+def test_recordings_made_with_the_superseded_kernel_log_commands_are_still_answered():
+    """The kernel-log commands changed (their grep now keeps the off-bus line); the first ones stay declared,
+    byte for byte, and answer a replay recorded with them (its verdict unchanged)."""
+    from llmval.hostfacts.gpu_health import SUPERSEDED
+
+    assert SUPERSEDED == {hostfacts.KERNEL_GPU_JOURNAL: hostfacts.XID_JOURNAL,
+                          hostfacts.KERNEL_GPU_DMESG: hostfacts.XID_DMESG}
+    replay = ROOT / "selftest" / "data" / "replays" / "hosts" / "SYNTHESIZED-kpro6-xid79"
+    facts = HostFacts(connect(HostSpec(name="kpro6", platform="p", transport=LocalTransport()),
+                              replay=Replay(replay)))
+    (log,) = facts.kernel_log("journal")
+    assert log.source == hostfacts.XID_JOURNAL.render() and [x.code for x in log.xids] == [79]
 
 
 def test_journal_only_does_not_try_dmesg(tmp_path):

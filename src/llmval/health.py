@@ -319,10 +319,12 @@ def judge_xid(logs: list[KernelLog], allowed: tuple[int, ...] = ()) -> HealthVer
     counted = [x for x in readable.xids if x.code not in allowed]
     evidence = [x.line for x in counted[:5]] + ([f"... {len(counted) - 5} more"] if len(counted) > 5 else [])
     if counted:
-        codes = sorted({x.code for x in counted})
-        return HealthVerdict("xid", False, expected,
-                             {f"Xid {c}": f"{sum(x.code == c for x in counted)}x: {XID_MEANINGS.get(c, '?')}"
-                              for c in codes}, evidence)
+        codes = sorted({x.code for x in counted if x.xid_line})
+        observed = {f"Xid {c}": f"{sum(x.code == c and x.xid_line for x in counted)}x: {XID_MEANINGS.get(c, '?')}"
+                    for c in codes}
+        if off_bus := sum(not x.xid_line for x in counted):
+            observed["GPU has fallen off the bus (no Xid line)"] = f"{off_bus}x: as Xid 79"
+        return HealthVerdict("xid", False, expected, observed, evidence)
     ignored = len(readable.xids) - len(counted)
     return HealthVerdict("xid", True, expected, "no Xid" + (f" ({ignored} allowed)" if ignored else ""),
                          [f"source: {readable.source}"])

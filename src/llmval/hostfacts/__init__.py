@@ -90,7 +90,7 @@ from .files import (  # noqa: E402
     model_digests,
 )
 from .gpu import GPU_HOLDERS, GPU_QUERY, P2P_READ, PROC_CGROUP, SMI_XML, GpusLost, holder_is_allowed  # noqa: E402
-from .gpu_health import SMI_CLOCKS, XID_DMESG, XID_JOURNAL  # noqa: E402
+from .gpu_health import KERNEL_GPU_DMESG, KERNEL_GPU_JOURNAL, SMI_CLOCKS, XID_DMESG, XID_JOURNAL  # noqa: E402
 from .nccl import NCCL_DOCKER, NCCL_FILE, NCCL_JOURNAL  # noqa: E402
 from .network import IP_ADDR  # noqa: E402
 from .proxmox import LXC_CONF, PCI_DRIVERS, VM_CONF  # noqa: E402
@@ -111,6 +111,8 @@ __all__ = [
     "GPU_HOLDERS",
     "GPU_QUERY",
     "IP_ADDR",
+    "KERNEL_GPU_DMESG",
+    "KERNEL_GPU_JOURNAL",
     "LOG_DOCKER",
     "LOG_FILE",
     "LOG_JOURNAL",

@@ -112,6 +112,10 @@ def parse_clocks_query(text: str) -> list[GpuHealth]:
 XID_RE = re.compile(r"NVRM: Xid \((?P<device>[^)]*)\): (?P<code>\d+)(?:,\s*(?P<detail>.*))?")
 """`NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.` (the
 driver's format; older drivers leave out pid and name)."""
+OFF_BUS_RE = re.compile(r"NVRM: GPU (?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?: "
+                        r"GPU has fallen off the bus")
+"""`NVRM: GPU 0000:05:00.0: GPU has fallen off the bus.`: the driver's own line, which can come without any Xid line
+(the same words as Xid 79)."""
 BOOT_BANNER_RE = re.compile(r"\bLinux version \d")
 """The kernel's first line of every boot: where it shows, the log reaches back to boot."""
 
@@ -135,6 +139,8 @@ class XidEvent:
     device: str
     """As the driver wrote it, e.g. `PCI:0000:01:00`."""
     line: str
+    xid_line: bool = True
+    """False for a `GPU has fallen off the bus` line with no Xid line of its GPU (counted as code 79)."""
 
     @property
     def meaning(self) -> str:
@@ -142,13 +148,20 @@ class XidEvent:
 
 
 def parse_xid_lines(text: str) -> list[XidEvent]:
-    """Every `NVRM: Xid (...): N, ...` line, in order (other lines are ignored)."""
-    events = []
+    """Every `NVRM: Xid (...): N, ...` line, in order, and every `NVRM: GPU <bus>: GPU has fallen off the bus` line
+    of a GPU that has no Xid 79 line (as code 79, `xid_line=False`); other lines are ignored.
+
+    >>> [(e.code, e.xid_line) for e in parse_xid_lines("[ 9.1] NVRM: GPU 0000:05:00.0: GPU has fallen off the bus.")]
+    [(79, False)]
+    """
+    events, off_bus = [], []
     for line in text.splitlines():
-        match = XID_RE.search(line)
-        if match:
+        if match := XID_RE.search(line):
             events.append(XidEvent(int(match["code"]), match["device"], line.strip()))
-    return events
+        elif match := OFF_BUS_RE.search(line):
+            off_bus.append(XidEvent(79, f"PCI:{match['bus']}", line.strip(), xid_line=False))
+    with_xid = {e.device.lower().removeprefix("pci:")[-7:] for e in events if e.code == 79}
+    return events + [e for e in off_bus if e.device.lower().removeprefix("pci:")[-7:] not in with_xid]
 
 
 def has_boot_banner(text: str) -> bool:
