@@ -72,8 +72,16 @@ def test_a_declared_value_the_deployment_contradicts_is_shown(tmp_path):
 def test_the_written_inventory_is_valid_and_green_on_its_recording(seed, replays, pytester, tmp_path):
     _, snap = take(ROOT / "inventories" / f"{seed}.toml", replays)
     written = tmp_path / f"{seed}-snapshot.toml"
-    written.write_text(write_toml(snap.inventory(), "test"))
+    declared = (ROOT / "inventories" / f"{seed}.toml").read_text()
+    written.write_text(write_toml(snap.inventory(), "test", declared, {o.path: o.source for o in snap.observations}))
     load_inventory(written)
+    text = written.read_text()
+    kept = [line.strip() for line in declared.splitlines() if line.strip().startswith("#")]
+    assert kept and all(line in text for line in kept), [line for line in kept if line not in text]
+    placeholders = [line for line in text.splitlines() if "=" in line.split("#")[0] and "# placeholder" in line]
+    filled = [p[-1] for p in placeholder_paths(declared) if p in {o.path for o in snap.observations}]
+    assert not any(line.split("=")[0].strip() == key for key in filled for line in placeholders), placeholders
+    assert "# observed by llmval snapshot: " in text
     result, outcomes = run_hosts(pytester, f"--inventory={written}", "--replay", str(replays[0]), "-m", "hosts")
     assert result.ret == 0 and not not_passed(outcomes), not_passed(outcomes)
     assert sum(o == "passed" for o, _ in outcomes.values()) >= 20
@@ -84,6 +92,8 @@ def test_cli_writes_the_inventory_and_refuses_a_missing_recording(tmp_path, caps
     assert main(["snapshot", "--inventory", str(ROOT / "inventories" / "spark.toml"),
                  *(f"--replay={r}" for r in SPARK), "--out", str(out)]) == 0
     assert "placeholder filled" in capsys.readouterr().out and load_inventory(out).hosts
+    declared = (ROOT / "inventories" / "spark.toml").read_text()  # its comments kept (tomlkit), not re-dumped
+    assert all(line in out.read_text() for line in declared.splitlines() if line.startswith("#"))
     assert main(["snapshot", "--inventory", str(ROOT / "inventories" / "spark.toml"),
                  "--replay", str(tmp_path / "nope")]) == int(pytest.ExitCode.USAGE_ERROR)
     assert "not a folder" in capsys.readouterr().err

@@ -100,8 +100,10 @@ def _snapshot(args: argparse.Namespace) -> int:
         print(f"  could not read     {what}: {why}")
     if args.out:
         where = ", ".join(args.replay) if args.replay else "the live deployment"
+        sources = {obs.path: obs.source for obs in snap.observations}
         Path(args.out).write_text(write_toml(snap.inventory(), f"written by `llmval snapshot` from {where}, "
-                                             f"looking where {source} says"), encoding="utf-8")
+                                             f"looking where {source} says", source.read_text(encoding="utf-8"),
+                                             sources), encoding="utf-8")
         print(f"wrote {args.out}")
     return 0
 

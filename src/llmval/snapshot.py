@@ -470,9 +470,39 @@ def render_diff(changes: list[Change]) -> str:
     return "\n".join([f"snapshot: {head}", *lines])
 
 
-def write_toml(data: dict, header: str) -> str:
-    """The inventory as TOML (tomli-w), after a comment header saying where it came from."""
-    import tomli_w
+def write_toml(data: dict, header: str, source_text: str | None = None,
+               sources: dict[Path_, str] | None = None) -> str:
+    """The inventory as TOML after a comment header saying where it came from. Given the declared inventory's
+    text, its document is kept (tomlkit: comments, key order, layout) and only the values that differ are
+    replaced or added; a filled value whose line said `# placeholder` says instead where it was observed
+    (`sources`: key path -> source)."""
+    import tomlkit
 
     comments = "".join(f"# {line}\n" for line in header.splitlines())
-    return comments + tomli_w.dumps(data, multiline_strings=True)
+    if source_text is None:
+        return comments + tomlkit.dumps(data)
+    document = tomlkit.parse(source_text)
+    _merge(document, data, (), sources or {})
+    return comments + tomlkit.dumps(document)
+
+
+def _merge(node: Any, data: dict, at: Path_, sources: dict[Path_, str]) -> None:
+    """Write `data` into the tomlkit container `node`, touching only what differs."""
+    from collections.abc import Mapping
+
+    for key, value in data.items():
+        here = (*at, key)
+        old = node.get(key)
+        if isinstance(old, Mapping) and isinstance(value, dict):
+            _merge(old, value, here, sources)
+        elif isinstance(old, list) and isinstance(value, list) and len(old) == len(value) \
+                and all(isinstance(o, Mapping) and isinstance(v, dict) for o, v in zip(old, value, strict=True)):
+            for index, (o, v) in enumerate(zip(old, value, strict=True)):
+                _merge(o, v, (*here, index), sources)
+        else:
+            trivia = getattr(old, "trivia", None)
+            was_placeholder = trivia is not None and PLACEHOLDER_RE.search(trivia.comment or "")
+            if old is None or (old.unwrap() if hasattr(old, "unwrap") else old) != value:
+                node[key] = value
+            if was_placeholder and here in sources:  # filled or confirmed: no longer a guess
+                node[key].comment(f"observed by llmval snapshot: {sources[here]}")
