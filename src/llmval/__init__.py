@@ -12,6 +12,9 @@ from .errors import (
     CommandFailed,
     CommandTimeout,
     EndpointError,
+    EndpointProtocolError,
+    EndpointTimeout,
+    EndpointUnreachable,
     HostError,
     HostUnreachable,
     InventoryError,
@@ -20,6 +23,7 @@ from .errors import (
     ParseError,
     RecordingError,
     ReplayMiss,
+    UnsafeArgument,
 )
 from .inventory import Inventory, inventory_json_schema, load_inventory
 from .recording import CommandResult, Recorder, Replay
@@ -40,6 +44,9 @@ __all__ = [
     "CommandResult",
     "CommandTimeout",
     "EndpointError",
+    "EndpointProtocolError",
+    "EndpointTimeout",
+    "EndpointUnreachable",
     "HostError",
     "HostUnreachable",
     "Inventory",
@@ -51,6 +58,7 @@ __all__ = [
     "RecordingError",
     "Replay",
     "ReplayMiss",
+    "UnsafeArgument",
     "Verdict",
     "inventory_json_schema",
     "load_inventory",

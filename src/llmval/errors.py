@@ -12,25 +12,34 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    ├── CommandTimeout     the command ran past its timeout and was killed
      │    ├── CommandFailed      the command exited non-zero where success was required (its own words: the end
      │    │    │                 of stderr, or of stdout when stderr is empty)
-     │    │    └── GpusLost       (llmval.hostfacts) nvidia-smi says the GPUs are gone ("No devices were found")
+     │    │    └── GpusLost          (llmval.hostfacts) nvidia-smi says the GPUs are gone ("No devices were found")
      │    └── TeardownError      (llmval.launch) a stop step failed or something of ours was left running
-     ├── EndpointError       an HTTP endpoint did not answer usefully (status, body excerpt)
-     │    └── ModelNotServed     (llmval.engines) the endpoint does not serve the inventory's model
+     ├── EndpointError       an HTTP endpoint did not answer usefully (status, body excerpt); `llmval.http` turns
+     │    │                  every httpx and httpx-sse error into one of these (`httpx_errors`, `HTTPX_ERRORS`)
+     │    ├── EndpointUnreachable    no connection: refused, reset, name not resolved, or it broke mid-answer
+     │    ├── EndpointTimeout        no answer within the timeout (connect, read, write or pool)
+     │    ├── EndpointProtocolError  the answer is not well-formed HTTP, or not the event stream asked for
+     │    └── ModelNotServed         (llmval.engines) the endpoint does not serve the inventory's model
      ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
      ├── NotReported         (llmval.health) a GPU health field is [N/A] / Not Supported, or no kernel log reads
      ├── ReplayMiss          --replay has no recorded answer for a command or request
      ├── RecordingError      a --replay folder is not a recording (file, line, reason): bad line, not a regular
      │                       file, over the size cap, a command off the read-only allow-list, two that disagree
-     ├── UnsafeArgument      (llmval.hostfacts) a value would read as an option or break a read-only command
+     ├── ReportsNotWritable  (llmval.report) the reports folder (or a report in it) cannot be written
+     ├── UnsafeArgument      (llmval.command) a value would read as an option or break a read-only command
      ├── NotReady            a stack did not become ready (what, deadline, last observation)
      │    ├── Crashed            (llmval.launch) our process exited, the unit failed, the container exited
      │    ├── CrashLoop          (llmval.launch) the unit's or container's restart counter climbed
      │    ├── Hung               (llmval.launch) no new log output for the no-progress window
      │    └── PortInUse          (llmval.launch) the endpoint's port was taken before launch
      ├── OtherLoad           (llmval.load) other clients loaded the server during every perf measurement attempt
- ├── BudgetError         (llmval.needle) a needle-in-a-haystack prompt cannot fit its token budget
+     ├── VllmBenchFailed     (llmval.bench) `vllm bench serve` did not run or wrote no result
+     ├── BudgetError         (llmval.needle) a needle-in-a-haystack prompt cannot fit its token budget
      ├── CellNotMeasured     (llmval.needle) a grid cell was not measured (time budget spent, request failed)
      └── TranscriptError     (llmval.agentic) an agent transcript cannot be built as asked
+
+`selftest/serving/test_error_boundary.py` keeps this tree equal to the classes (names and parents) and checks
+that each is exported by its package.
 """
 
 from __future__ import annotations
@@ -107,7 +116,24 @@ class CommandFailed(HostError):
 
 
 class EndpointError(LlmvalError):
-    """An HTTP endpoint did not answer usefully."""
+    """An HTTP endpoint did not answer usefully. Translated from a foreign error (`llmval.http.httpx_errors`):
+    `kind` is its class name (`ReadTimeout`) and `detail` its own words; both empty otherwise."""
+
+    def __init__(self, message: str, *, kind: str = "", detail: str = ""):
+        super().__init__(message)
+        self.kind, self.detail = kind, detail
+
+
+class EndpointUnreachable(EndpointError):
+    """No connection to the endpoint: refused, reset, the name not resolved, or it broke mid-answer."""
+
+
+class EndpointTimeout(EndpointError):
+    """The endpoint did not answer within the timeout (connect, read, write, or waiting for a connection)."""
+
+
+class EndpointProtocolError(EndpointError):
+    """The endpoint's answer is not well-formed HTTP, or not the event stream that was asked for."""
 
 
 class ReplayMiss(LlmvalError):

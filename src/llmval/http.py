@@ -1,7 +1,15 @@
 """HTTP clients for serving endpoints, with recording and replay behind httpx's transport layer.
 
-Foreign errors (httpx's) are translated to `EndpointError` here, at one boundary, so a check that
-cannot reach its endpoint says which endpoint, which URL and why.
+Foreign errors (httpx's and httpx-sse's) are translated here and nowhere else, as httpx maps httpcore's
+(`map_httpcore_exceptions`): `with httpx_errors("[endpoint] GET url"):` around a request turns each into the
+`EndpointError` of `HTTPX_ERRORS` (most specific first, chained `from exc`, keeping its class name as `kind`
+and its words as `detail`), so a check that cannot reach its endpoint says which endpoint, which URL and why,
+and every caller catches our errors only. `json_of` is the one reading of a JSON answer (status, then JSON).
+
+    >>> with httpx_errors("[ep] GET http://x/health"):
+    ...     raise httpx.ConnectError("[Errno 111] Connection refused")
+    Traceback (most recent call last):
+    llmval.errors.EndpointUnreachable: [ep] GET http://x/health: ConnectError: [Errno 111] Connection refused
 """
 
 from __future__ import annotations
@@ -11,17 +19,61 @@ import ipaddress
 import os
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import httpx
+import httpx_sse
 
+from .answers import parse_json
 from .bounded import AsyncBoundedTransport, BoundedTransport, is_hung
 from .contract import excerpt, redact
-from .errors import EndpointError
+from .errors import EndpointError, EndpointProtocolError, EndpointTimeout, EndpointUnreachable
 from .recording import HttpExchange, Recorder, Replay, body_key
 
 if TYPE_CHECKING:
     from .inventory import EndpointSpec
+
+HTTPX_ERRORS: tuple[tuple[type[Exception], type[EndpointError]], ...] = (
+    (httpx.TimeoutException, EndpointTimeout),  # ConnectTimeout, ReadTimeout, WriteTimeout, PoolTimeout
+    (httpx.ConnectError, EndpointUnreachable),
+    (httpx.NetworkError, EndpointUnreachable),  # ReadError, WriteError, CloseError: the connection broke
+    (httpx.ProtocolError, EndpointProtocolError),  # LocalProtocolError, RemoteProtocolError
+    (httpx.DecodingError, EndpointProtocolError),
+    (httpx.TooManyRedirects, EndpointProtocolError),
+    (httpx_sse.SSEError, EndpointProtocolError),  # not text/event-stream
+    (httpx.HTTPError, EndpointError),  # ProxyError, UnsupportedProtocol, HTTPStatusError, other TransportErrors
+    (httpx.InvalidURL, EndpointError),
+    (httpx.CookieConflict, EndpointError),
+    (httpx.StreamError, EndpointError),  # StreamConsumed, StreamClosed, ResponseNotRead, RequestNotRead
+)
+"""Each foreign error class and ours, most specific first (a self-test checks that every httpx error class has an
+entry and that no entry is shadowed by a more general one before it)."""
+FOREIGN_ERRORS: tuple[type[Exception], ...] = tuple(theirs for theirs, _ in HTTPX_ERRORS)
+
+
+def translate(error: Exception, where: str = "", *, timeout_s: float | None = None) -> EndpointError:
+    """Our error for a foreign one (the class of its first `HTTPX_ERRORS` entry), saying `<where>: <what>`: a timeout
+    as `no answer within <timeout_s> s (ReadTimeout)` (or the whole-request deadline's own words: hung), anything
+    else as `<Class>: <its words>`."""
+    ours = next(mine for theirs, mine in HTTPX_ERRORS if isinstance(error, theirs))
+    kind, detail = type(error).__name__, str(error)
+    if ours is EndpointTimeout:
+        within = f"{timeout_s:g} s" if timeout_s else "the timeout"
+        what = detail if is_hung(error) else f"no answer within {within} ({kind})"
+    else:
+        what = f"{kind}: {detail}"
+    return ours(f"{where}: {what}" if where else what, kind=kind, detail=detail)
+
+
+@contextmanager
+def httpx_errors(where: str = "", *, timeout_s: float | None = None) -> Iterator[None]:
+    """The error boundary: an httpx or httpx-sse error raised inside becomes ours (`translate`), chained from it."""
+    try:
+        yield
+    except FOREIGN_ERRORS as error:
+        raise translate(error, where, timeout_s=timeout_s) from error
+
 
 RECORDED_HEADERS = {"content-type"}
 """Only the content type is kept (never a credential header); the length follows the stored, redacted body."""
@@ -234,18 +286,14 @@ def endpoint_async_client(spec: EndpointSpec, *, max_connections: int = 256) -> 
 def get_json(client: httpx.Client, path: str, *, endpoint: str, method: str = "GET",
              json_body: object | None = None) -> object:
     """GET (or POST) `path` and return its JSON, or raise EndpointError saying what came back."""
-    try:
+    with httpx_errors(f"[{endpoint}] {method} {client.base_url}{path}"):
         response = client.request(method, path, json=json_body)
-    except httpx.TimeoutException as error:
-        said = str(error) if is_hung(error) else f"no answer within the timeout ({type(error).__name__})"
-        raise EndpointError(f"[{endpoint}] {method} {client.base_url}{path}: {said}") from error
-    except httpx.TransportError as error:
-        raise EndpointError(
-            f"[{endpoint}] {method} {client.base_url}{path}: {type(error).__name__}: {error}") from error
+    return json_of(response, endpoint=endpoint, method=method, path=path)
+
+
+def json_of(response: httpx.Response, *, endpoint: str, method: str, path: str) -> object:
+    """The JSON of a 2xx answer, or EndpointError saying what came back (the status and the body's start; a body
+    that is not JSON or nests too deep, `llmval.answers.parse_json`)."""
     if response.status_code >= 400:
         raise EndpointError(f"[{endpoint}] {method} {path}: HTTP {response.status_code}: {excerpt(response.text)}")
-    try:
-        return response.json()
-    except ValueError as error:
-        raise EndpointError(f"[{endpoint}] {method} {path}: HTTP {response.status_code} but not JSON: "
-                            f"{excerpt(response.text)}") from error
+    return parse_json(response.text, f"[{endpoint}] {method} {path}: HTTP {response.status_code}")

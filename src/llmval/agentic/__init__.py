@@ -10,7 +10,16 @@ cell by cell through the engine adapter (`runner`), streamed and not.
 from .grid import AgenticCell, AgenticPrompt, AgenticResult, build_prompt, grid_name, plan_cells, request_body
 from .runner import CHECK_PREFIX, AgenticRunner
 from .scorer import CONTEXT_LIMIT_RE, CallScore, score_call, score_http_failure
-from .transcript import AGENT_TOOLS, NEEDLE_KINDS, TARGET_TOOLS, Needle, Step, Transcript, build_transcript
+from .transcript import (
+    AGENT_TOOLS,
+    NEEDLE_KINDS,
+    TARGET_TOOLS,
+    Needle,
+    Step,
+    Transcript,
+    TranscriptError,
+    build_transcript,
+)
 
 __all__ = [
     "AGENT_TOOLS",
@@ -26,6 +35,7 @@ __all__ = [
     "Needle",
     "Step",
     "Transcript",
+    "TranscriptError",
     "build_prompt",
     "build_transcript",
     "grid_name",

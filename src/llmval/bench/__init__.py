@@ -10,5 +10,13 @@ the suite's load generator and with `vllm bench serve` side by side, and finds e
 """
 
 from ._source import CalibrationSource, Lateness, Schedule, Truth, source_process
+from ._vllm import VllmBenchFailed
 
-__all__ = ["CalibrationSource", "Lateness", "Schedule", "Truth", "source_process"]
+__all__ = [
+    "CalibrationSource",
+    "Lateness",
+    "Schedule",
+    "Truth",
+    "VllmBenchFailed",
+    "source_process",
+]

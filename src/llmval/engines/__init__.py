@@ -22,6 +22,7 @@ from .base import (
     Fact,
     KvEvidence,
     LoadCounters,
+    ModelNotServed,
     NotExposed,
     StreamedChat,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "KvEvidence",
     "LoadCounters",
     "Metrics",
+    "ModelNotServed",
     "NotExposed",
     "SglangAdapter",
     "StreamedChat",

@@ -22,9 +22,9 @@ import httpx
 import httpx_sse
 
 from ..answers import ChatCompletion, ModelList, checked, parse_json
-from ..bounded import is_hung
 from ..contract import excerpt, shorten
-from ..errors import EndpointError, LlmvalError, ReplayMiss
+from ..errors import EndpointError, EndpointProtocolError, EndpointTimeout, LlmvalError, ReplayMiss
+from ..http import httpx_errors, json_of
 from ..inventory import EndpointSpec
 from .logs import normalize_dtype
 from .metrics import Metrics, parse_metrics
@@ -148,25 +148,21 @@ class EngineAdapter:
         return f"{type(self).__name__}({self.spec.name!r})"
 
     # ---- HTTP, bounded -----------------------------------------------------------------------
-    def _fail(self, method: str, path: str, error: httpx.HTTPError, timeout_s: float | None = None) -> EndpointError:
-        url = f"{self.client.base_url}{path}"
-        if is_hung(error):
-            what = str(error)
-        elif isinstance(error, httpx.TimeoutException):
-            what = f"no answer within {timeout_s or self.spec.request_timeout_s:g} s ({type(error).__name__})"
-        else:
-            what = f"{type(error).__name__}: {error}"
-        reason = f"{method} {url}: {what}"
+    def _fail(self, path: str, error: EndpointError) -> EndpointError:
+        """`error` (translated at `llmval.http.httpx_errors`, saying method, URL and what happened) named for this
+        endpoint; the endpoint is marked dead when a short /health probe fails too."""
+        reason = str(error)
         if self._confirm_dead(path):
             self.state.dead_reason = reason
-        return EndpointError(f"[{self.spec.name}] {reason}")
+        return type(error)(f"[{self.spec.name}] {reason}", kind=error.kind, detail=error.detail)
 
     def _confirm_dead(self, failed_path: str) -> bool:
         if failed_path == "/health":
             return True
         try:
-            self.client.get("/health", timeout=self.spec.health_timeout_s)
-        except httpx.HTTPError:
+            with httpx_errors():
+                self.client.get("/health", timeout=self.spec.health_timeout_s)
+        except EndpointError:
             return True
         return False
 
@@ -177,11 +173,11 @@ class EngineAdapter:
             return
         self.state.probed = True
         try:
-            self.client.get("/health", timeout=self.spec.health_timeout_s)
-        except httpx.TimeoutException as error:
-            self.state.dead_reason = (f"GET {self.client.base_url}/health: no answer within "
-                                      f"{self.spec.health_timeout_s:g} s ({type(error).__name__})")
-        except httpx.HTTPError:
+            with httpx_errors(f"GET {self.client.base_url}/health", timeout_s=self.spec.health_timeout_s):
+                self.client.get("/health", timeout=self.spec.health_timeout_s)
+        except EndpointTimeout as error:
+            self.state.dead_reason = str(error)
+        except EndpointError:
             return  # a refused or reset connection: the request itself will say so
         except ReplayMiss:
             return  # a recording made without the probe: the replayed request answers for itself
@@ -205,17 +201,16 @@ class EngineAdapter:
         if timeout_s is not None:
             kwargs["timeout"] = timeout_s
         try:
-            return self.client.request(method, path, **kwargs)
-        except httpx.HTTPError as error:
-            raise self._fail(method, path, error, timeout_s) from error
+            with httpx_errors(f"{method} {self.client.base_url}{path}",
+                              timeout_s=timeout_s or self.spec.request_timeout_s):
+                return self.client.request(method, path, **kwargs)
+        except EndpointError as error:
+            raise self._fail(path, error) from error
 
     def get_json(self, path: str, *, method: str = "GET", json_body: object | None = None) -> Any:
-        """JSON of a 2xx answer, or EndpointError saying what came back."""
-        response = self.request(method, path, json_body=json_body)
-        if response.status_code >= 400:
-            raise EndpointError(f"[{self.spec.name}] {method} {path}: HTTP {response.status_code}: "
-                                f"{excerpt(response.text)}")
-        return parse_json(response.text, f"[{self.spec.name}] {method} {path}: HTTP {response.status_code}")
+        """JSON of a 2xx answer, or EndpointError saying what came back (`llmval.http.json_of`)."""
+        return json_of(self.request(method, path, json_body=json_body), endpoint=self.spec.name, method=method,
+                       path=path)
 
     def chat(self, body: dict) -> httpx.Response:
         """POST /v1/chat/completions (non-streaming); the caller reads status and JSON. An answer that the
@@ -234,16 +229,19 @@ class EngineAdapter:
                    "stream_options": {"include_usage": True}}
         self._probe_first("/v1/chat/completions")
         self._check_alive("POST", "/v1/chat/completions")
+        path = "/v1/chat/completions (stream)"
         try:
-            with self._sse(payload) as source:
+            with httpx_errors(f"POST {self.client.base_url}{path}", timeout_s=self.spec.request_timeout_s), \
+                    self._sse(payload) as source:
                 if source.response.status_code >= 400:
                     source.response.read()
                     return source.response.status_code, source.response.text
                 return 200, join_chat_stream(event.data for event in source.iter_sse())
-        except httpx.HTTPError as error:
-            raise self._fail("POST", "/v1/chat/completions (stream)", error) from error
-        except httpx_sse.SSEError as error:
-            raise EndpointError(f"[{self.spec.name}] streamed chat: not an event stream: {error}") from error
+        except EndpointError as error:
+            if error.kind == "SSEError":
+                raise EndpointProtocolError(f"[{self.spec.name}] streamed chat: not an event stream: {error.detail}",
+                                            kind=error.kind, detail=error.detail) from error
+            raise self._fail(path, error) from error
 
     @contextmanager
     def _sse(self, payload: dict) -> Iterator[httpx_sse.EventSource]:

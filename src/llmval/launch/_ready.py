@@ -22,7 +22,8 @@ import httpx
 
 from ..command import Rendered
 from ..contract import redact
-from ..errors import HostError
+from ..errors import EndpointError, HostError
+from ..http import httpx_errors
 from ..transport import Connection
 from ._parse import error_line
 from ._watch import DockerWatch, FileWatch, Observation, SystemdWatch, Watch, observe_safely
@@ -154,15 +155,19 @@ def endpoint_probe(client: httpx.Client, model: str, *, timeout_s: float, plain_
 
     def probe() -> str | None:
         try:
-            health = client.get("/health", timeout=timeout_s)
-        except httpx.HTTPError as error:
-            return f"GET /health: {type(error).__name__}: {str(error)[:120]}"
+            with httpx_errors():
+                health = client.get("/health", timeout=timeout_s)
+        except EndpointError as error:
+            return f"GET /health: {error.kind}: {error.detail[:120]}"
         if health.status_code != 200 and not (plain_openai and health.status_code == 404):
             return f"GET /health: HTTP {health.status_code}"
         try:
-            models = client.get("/v1/models", timeout=timeout_s)
+            with httpx_errors():
+                models = client.get("/v1/models", timeout=timeout_s)
             data = models.json().get("data") if models.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError) as error:
+        except EndpointError as error:
+            return f"GET /v1/models: {error.kind}: {error.detail[:120]}"
+        except (ValueError, AttributeError) as error:
             return f"GET /v1/models: {type(error).__name__}: {str(error)[:120]}"
         if not isinstance(data, list):
             return f"GET /v1/models: HTTP {models.status_code}, no model list"

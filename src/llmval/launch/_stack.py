@@ -31,7 +31,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..contract import redact
-from ..errors import HostError, InventoryError, LlmvalError, NotReady, ParseError
+from ..errors import EndpointError, HostError, InventoryError, LlmvalError, NotReady, ParseError
+from ..http import httpx_errors
 from ..inventory import Inventory, StepSpec
 from ..transport import Connection
 from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
@@ -93,8 +94,9 @@ def env_assignments(env: dict[str, str]) -> list[str]:
 def http_ok(url: str, timeout_s: float = 2.0) -> bool:
     """True when GET `url` answers 200."""
     try:
-        return httpx.get(url, timeout=timeout_s).status_code == 200
-    except httpx.HTTPError:
+        with httpx_errors():
+            return httpx.get(url, timeout=timeout_s).status_code == 200
+    except EndpointError:
         return False
 
 

@@ -26,14 +26,12 @@ import httpx
 
 from ..engines import EngineAdapter
 from ..engines.metrics import Metrics, parse_metrics
-from ..errors import EndpointError
+from ..http import httpx_errors
 
 
 async def _get(client: httpx.AsyncClient, path: str, endpoint: str) -> httpx.Response | None:
-    try:
+    with httpx_errors(f"[{endpoint}] GET {path}"):
         response = await client.get(path)
-    except httpx.HTTPError as error:
-        raise EndpointError(f"[{endpoint}] GET {path}: {type(error).__name__}: {error}") from error
     return response if response.status_code == 200 else None
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import httpx
 
 from ..errors import EndpointError
+from ..http import httpx_errors
 
 _WORD_TEXT = (
     "river stone paper light garden window market silver orange winter yellow forest simple engine "
@@ -42,11 +43,9 @@ def _filler(seed: str, n_words: int) -> str:
 
 async def _tokenize(client: httpx.AsyncClient, model: str, text: str, endpoint: str,
                     add_special_tokens: bool = True) -> list[int] | None:
-    try:
+    with httpx_errors(f"[{endpoint}] POST /tokenize"):
         response = await client.post("/tokenize", json={"model": model, "prompt": text,
                                                         "add_special_tokens": add_special_tokens})
-    except httpx.HTTPError as error:
-        raise EndpointError(f"[{endpoint}] POST /tokenize: {type(error).__name__}: {error}") from error
     if response.status_code in (404, 405, 501):
         return None
     if response.status_code != 200:

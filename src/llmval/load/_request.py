@@ -20,6 +20,8 @@ import httpx
 import httpx_sse
 
 from ..bounded import HUNG
+from ..errors import EndpointError
+from ..http import httpx_errors
 
 Clock = Callable[[], float]
 
@@ -140,25 +142,24 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
     record.start_time = clock()
     total_s = client.timeout.read  # the whole request's time, as every request of the suite (llmval.bounded)
     try:
-        async with asyncio.timeout(total_s), client.stream("POST", path, json=payload) as response:
-            if response.status_code != 200:
-                body = (await response.aread()).decode("utf-8", "replace")
-                record.error = f"HTTP {response.status_code}: {body[:300]}"
-                return record
-            # httpx-sse splits the stream into events whatever the byte chunking; each event is timed when
-            # it is complete (its blank line arrived), which is when vLLM's client times it too
-            async for event in httpx_sse.EventSource(response).aiter_sse():
-                timing.message(event.data, clock())
+        with httpx_errors():  # httpx's errors become ours here (llmval.http), the connect's included
+            async with asyncio.timeout(total_s), client.stream("POST", path, json=payload) as response:
+                if response.status_code != 200:
+                    body = (await response.aread()).decode("utf-8", "replace")
+                    record.error = f"HTTP {response.status_code}: {body[:300]}"
+                    return record
+                # httpx-sse splits the stream into events whatever the byte chunking; each event is timed when
+                # it is complete (its blank line arrived), which is when vLLM's client times it too
+                async for event in httpx_sse.EventSource(response).aiter_sse():
+                    timing.message(event.data, clock())
         timing.finish()
     except _StreamBroken as broken:
         record.success = False
         record.error = str(broken)
-    except httpx_sse.SSEError as error:  # not text/event-stream
+    except EndpointError as error:  # translated at llmval.http's boundary
         record.success = False
-        record.error = f"not an SSE stream: {error}"
-    except httpx.HTTPError as error:
-        record.success = False
-        record.error = f"{type(error).__name__}: {error}"
+        record.error = (f"not an SSE stream: {error.detail}" if error.kind == "SSEError"
+                        else f"{error.kind}: {error.detail}")
     except TimeoutError:
         record.success = False
         record.error = f"no complete answer within {total_s:g} s (the whole request's time): {HUNG}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .blockers import BlockerVerdict, judge, lifted_message, reference_problems, xfail_reason
 from .diff import Change, diff_runs, flatten, inventory_changes
+from .files import ReportsNotWritable
 from .html import render_html, status_fragment
 from .secrets import inventory_secret_values, redact_tree
 from .status import StatusDocument, build_status, by_test, evidence_paths, render_markdown
@@ -23,6 +24,7 @@ from .status import StatusDocument, build_status, by_test, evidence_paths, rende
 __all__ = [
     "BlockerVerdict",
     "Change",
+    "ReportsNotWritable",
     "StatusDocument",
     "build_status",
     "by_test",
