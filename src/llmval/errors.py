@@ -21,6 +21,7 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    ├── EndpointProtocolError  the answer is not well-formed HTTP, or not the event stream asked for
      │    └── ModelNotServed         (llmval.engines) the endpoint does not serve the inventory's model
      ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
+     ├── StaleEvidence       (llmval.serving_process) the engine log is of a server that does not answer now
      ├── NotReported         (llmval.health) a GPU health field is [N/A] / Not Supported, or no kernel log reads
      ├── ReplayMiss          --replay has no recorded answer for a command or request
      ├── RecordingError      a --replay folder is not a recording (file, line, reason): bad line, not a regular

@@ -45,6 +45,8 @@ from pathlib import Path
 import httpx
 
 from ..engines import VllmAdapter
+from ..errors import EndpointError
+from ..http import httpx_errors
 from ..load import read_counters, window_deltas
 from ..load._lock import engine_lock
 from ..load._parallel import auto_workers, run_load_parallel
@@ -155,9 +157,12 @@ class SideBySide:
             info: dict = {"base_url": args.base_url, "model": args.model, "processes_on_host": len(self.machine.engine)}
             for path in ("/version", "/v1/models"):
                 try:
-                    answer = await client.get(path)
+                    with httpx_errors():
+                        answer = await client.get(path)
                     info[path] = answer.json() if answer.status_code == 200 else f"HTTP {answer.status_code}"
-                except (httpx.HTTPError, ValueError) as error:
+                except EndpointError as error:
+                    info[path] = f"{error.kind}: {error.detail}"
+                except ValueError as error:
                     info[path] = f"{type(error).__name__}: {error}"
         info["prompts_exact_by_tokenize"] = maker.exact
         return maker, info
