@@ -68,11 +68,21 @@ def check_log_owner(endpoint, log_text: str, facts, server_pids: list[int]) -> s
 
 def owned_log(read: Callable[[], str], endpoint, facts_of: Callable[[str], object],
               server_pids: Callable[[str], list[int]]) -> Callable[[], str]:
-    """`read`, checked by `check_log_owner` against the endpoint's host once per read."""
+    """`read`, checked by `check_log_owner` against the endpoint's host; the log and its verdict are read once
+    per run (a log that is not the serving engine's is not read again by every startup-fact check)."""
+    outcome: list = []
 
     def read_owned() -> str:
-        text = read()
-        check_log_owner(endpoint, text, facts_of(endpoint.host), server_pids(text))
-        return text
+        if not outcome:
+            try:
+                text = read()
+                check_log_owner(endpoint, text, facts_of(endpoint.host), server_pids(text))
+                outcome.append((True, text))
+            except StaleEvidence as error:
+                outcome.append((False, error))
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
 
     return read_owned
