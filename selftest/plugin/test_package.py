@@ -192,7 +192,7 @@ def test_console_script_version_and_pip_show(ops):
         assert command in out
     version = ops.run("llmval", "--version")
     assert version.returncode == 0 and version.stdout.startswith("llmval 0."), version.stdout + version.stderr
-    assert "/.venv/lib/" in version.stdout  # the wheel's, not this checkout's
+    assert "/.venv/lib/" in version.stdout and version.stdout.count("\n") == 1  # the wheel's, one line
     show = ops.run("pip", "show", "-f", "pytest-llmval").stdout
     fields = dict(line.split(": ", 1) for line in show.splitlines() if ": " in line and not line.startswith(" "))
     assert fields["Name"] == "pytest-llmval" and fields["License"] == "MIT", show[:800]

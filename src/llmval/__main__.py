@@ -19,10 +19,21 @@ from .inventory import inventory_json_schema, load_inventory
 from .report.secrets import secret_problems
 
 
+class _Version(argparse.Action):
+    """`llmval --version`: one line, never wrapped (argparse's own version action wraps long paths)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object):
+        super().__init__(option_strings, dest, nargs=0, help=kwargs.get("help"))  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"llmval {__version__} ({DISTRIBUTION}, {Path(__file__).resolve().parent})")
+        parser.exit()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="llmval", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"llmval {__version__} ({DISTRIBUTION}, "
-                        f"{Path(__file__).resolve().parent})")
+    parser.add_argument("--version", action=_Version, help="print the version and where llmval is installed")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("schema", help="print the inventory JSON Schema")
     check = commands.add_parser("check-inventory", help="validate inventory files")
@@ -30,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("bench", add_help=False,
                         help="calibrate the perf instruments (--calibrated, --ceiling; see bench --help)")
     snap = commands.add_parser("snapshot", help="read the deployment and write what it observed as an inventory")
-    snap.add_argument("--inventory", default="inventories/local.toml",
-                      help="where to look: its hosts, transports, endpoints (default: inventories/local.toml)")
+    snap.add_argument("--inventory", default=None,
+                      help="where to look: its hosts, transports, endpoints (default: inventory.toml, as "
+                           "`llmval init` writes it, else inventories/local.toml of the checkout)")
     snap.add_argument("--replay", action="append", default=[], metavar="DIR",
                       help="answer from a recording instead of the live deployment (repeat to merge recordings)")
     snap.add_argument("--out", default=None, metavar="FILE", help="write the observed inventory here")
@@ -86,7 +98,8 @@ def _snapshot(args: argparse.Namespace) -> int:
     from .errors import LlmvalError
     from .snapshot import diff, placeholder_paths, render_diff, take, write_toml
 
-    source = Path(args.inventory)
+    source = Path(args.inventory or ("inventory.toml" if Path("inventory.toml").is_file()
+                                     else "inventories/local.toml"))
     try:
         _, snap = take(source, [Path(r) for r in args.replay])
     except InventoryError as error:

@@ -76,7 +76,8 @@ class GridSession(Generic[Spec, Runner]):
         """Every cell of `grid`, measured (the missing ones now); its reports written, whatever happened."""
         if self.in_worker:
             raise CellNotMeasured(f"[{grid}] {self.kind} gates judge the whole grid in one process; under xdist "
-                                  "every worker would measure it again: run tests/accuracy with -p no:xdist")
+                                  "every worker would measure it again: run them without xdist "
+                                  "(`pytest -m accuracy -p no:xdist`)")
         runner = self.runner(grid)
         try:
             return runner.measure_all()
