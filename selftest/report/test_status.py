@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -149,3 +150,28 @@ def test_values_with_markup_characters_render_literally(kpro6, tmp_path):
     assert r"expected \*\*\*, observed \*\*\* \| \<b>x\</b> \`y\`" in markdown
     page = render_html(doc, results, tmp_path)
     assert "expected ***, observed *** | &lt;b&gt;x&lt;/b&gt; `y`" in page
+
+
+def test_report_html_leads_with_what_broke_and_lists_failing_tests_first(kpro6, runs, tmp_path):
+    """A RED run: the "What broke" box (root causes, dependents folded) comes before the first held check, and
+    the "Every test" table starts with the failing tests (issue 20.8: they used to start after ~40 green rows)."""
+    _, current = runs
+    doc = build_status(current, kpro6)
+    page = render_html(doc, current, tmp_path)
+    top = page.index('<div class="broke red"><h2>What broke</h2>')
+    assert top < page.index("<h2>Goal</h2>") < page.index(">holds</span>")
+    box = page[top:page.index("<h2>Goal</h2>")]
+    assert "accuracy.niah.all_pass_up_to" in box and "fix: check --context-length" in box
+    table = page[page.index("Every test"):]
+    outcomes = [table[m.end():table.index("<", m.end())] for m in re.finditer(r'<span class="badge"[^>]*>', table)]
+    failing = [o for o in outcomes if o in {"failed", "error", "xpassed"}]
+    assert failing and outcomes[:len(failing)] == failing, outcomes
+
+
+def test_report_html_of_a_green_run_says_nothing_broke_at_the_top(kpro6, tmp_path):
+    results = {"exitstatus": 0, "counts": {"passed": 1}, "tests": [{"nodeid": "t::x[kpro6-ct129]", "outcome": "passed",
+               "verdicts": [{"target": "kpro6-ct129", "check": "hosts.gpu.count", "expected": "4", "observed": "4",
+                             "cause": "held"}]}]}
+    page = render_html(build_status(results, kpro6), results, tmp_path)
+    assert page.index('<div class="broke green"><h2>Nothing broke</h2>') < page.index("<h2>Goal</h2>")
+    assert "every check that ran holds (1 tests)" in page

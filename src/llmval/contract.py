@@ -135,6 +135,18 @@ def excerpt(text: str, limit: int = 300) -> str:
     return repr(shorten(text, limit))
 
 
+CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+"""Characters that act instead of showing: C0 controls but tab and newline (NUL, BEL, ESC, CR), DEL, C1 controls,
+zero-width and bidirectional marks, line and paragraph separators."""
+
+
+def visible(text: str) -> str:
+    """`text` with every `CONTROL_RE` character written as its escape (ESC becomes the four characters `\\x1b`):
+    what a server or host said can then neither move a terminal's cursor, ring its bell, reorder a line, nor end
+    an XML or HTML file early. Tab and newline stay."""
+    return CONTROL_RE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def mismatch(
     host: str,
     check: str,

@@ -18,7 +18,7 @@ import enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .contract import mismatch, redact, shorten
+from .contract import mismatch, redact, shorten, visible
 
 
 class Cause(enum.StrEnum):
@@ -71,18 +71,22 @@ class Verdict(BaseModel):
         return (self.reason or self.observed) if self.cause == Cause.COULD_NOT_CHECK else ""
 
     def message(self) -> str:
-        """The failure text pytest shows: the `mismatch` block, or `could not check (Error): cause`."""
+        """The failure text pytest shows: the `mismatch` block, or `could not check (Error): cause`; control
+        characters written as escapes (`contract.visible`: what a server said cannot drive the terminal)."""
         if self.cause == Cause.COULD_NOT_CHECK:
-            return f"could not check ({self.error or 'error'}): {self.observed}"
-        return mismatch(self.target, self.check, self.expected, self.observed, hint=self.hint,
-                        evidence=self.evidence)
+            return visible(f"could not check ({self.error or 'error'}): {self.observed}")
+        return visible(mismatch(self.target, self.check, self.expected, self.observed, hint=self.hint,
+                                evidence=self.evidence))
 
     def summary(self) -> str:
-        """One short line for `-ra` and the terminal: check, target, observed (expected)."""
+        """One short line for `-ra` and the terminal: check, target, observed (expected), control characters
+        and newlines escaped."""
         if self.cause == Cause.COULD_NOT_CHECK:
-            return f"{self.check} [{self.target}] could not check ({self.error}): {shorten(self.observed, 160)}"
-        return (f"{self.check} [{self.target}] observed {shorten(self.observed, 100)} "
-                f"(expected {shorten(self.expected, 80)})")
+            line = f"{self.check} [{self.target}] could not check ({self.error}): {shorten(self.observed, 160)}"
+        else:
+            line = (f"{self.check} [{self.target}] observed {shorten(self.observed, 100)} "
+                    f"(expected {shorten(self.expected, 80)})")
+        return visible(line).replace("\n", "\\n")
 
 
 class Measured(BaseModel):

@@ -7,21 +7,16 @@ report is one file that CI can upload and anyone can open.
 from __future__ import annotations
 
 import base64
-import html
-import re
 from pathlib import Path
 
 from ..results import RunResults, parse_results
-from .status import DECLARED, ERROR, FAIL, INFO, LIFT, OK, UNCHECKED, XFAIL, StatusDocument
+from .escape import html_text, render_inline
+from .status import DECLARED, ERROR, FAIL, INFO, LIFT, OK, UNCHECKED, XFAIL, Section, StatusDocument
 
 BADGES = {OK: ("holds", "#1a7f37"), FAIL: ("FAIL", "#cf222e"), ERROR: ("could not check", "#bc4c00"),
           XFAIL: ("blocked", "#6e40c9"), LIFT: ("LIFTED", "#cf222e"), UNCHECKED: ("not checked", "#6e7781"),
           DECLARED: ("declared", "#0969da"), INFO: ("", "")}
-CODE_SPAN_RE = re.compile(r"(?<!\\)(`[^`]+`)")
-MD_ESCAPE_RE = re.compile(r"\\([`*<|])")
-HELD_RE = re.compile("\x00(\\d+)\x00")
-BOLD_RE = re.compile(r"\*\*([^*]+)\*\*")
-ITALIC_RE = re.compile(r"(?<![*\w])\*([^*]+)\*(?![*\w])")
+FAILING_OUTCOMES = ("failed", "error", "xpassed")
 OUTCOME_COLOURS = {"passed": "#1a7f37", "failed": "#cf222e", "error": "#bc4c00", "xfailed": "#6e40c9",
                    "xpassed": "#cf222e", "skipped": "#6e7781"}
 CSS = """
@@ -42,31 +37,37 @@ CSS = """
 .llmval-status figure img{max-width:540px;border:1px solid #d0d7de}
 .llmval-status figcaption{font-size:12px;color:#57606a}
 .llmval-status details pre{white-space:pre-wrap;font-size:12px;background:#f6f8fa;padding:6px}
+.llmval-status .broke{border:2px solid;border-radius:6px;padding:2px 12px 6px;margin:10px 0}
+.llmval-status .broke.red{border-color:#cf222e;background:#fff8f8}.llmval-status .broke.green{border-color:#1a7f37;
+ background:#f6fff8}.llmval-status .broke h2{border:0;margin:6px 0 2px}
+.llmval-status .broke details summary{cursor:pointer;color:#424a53}
 """
 
 
-def _inline_text(text: str) -> str:
-    held: list[str] = []
-
-    def hold(match: re.Match) -> str:
-        held.append(match.group(1))
-        return f"\x00{len(held) - 1}\x00"
-
-    text = html.escape(MD_ESCAPE_RE.sub(hold, text), quote=False)
-    text = ITALIC_RE.sub(r"<i>\1</i>", BOLD_RE.sub(r"<b>\1</b>", text))
-    return HELD_RE.sub(lambda m: html.escape(held[int(m.group(1))], quote=False), text)
-
-
 def inline(text: str) -> str:
-    """HTML of the Markdown subset the status document uses: `code`, **bold**, *italic* and backslash escapes."""
-    return "".join(f"<code>{html.escape(part[1:-1], quote=False)}</code>"
-                   if len(part) > 1 and part.startswith("`") and part.endswith("`") else _inline_text(part)
-                   for part in CODE_SPAN_RE.split(text))
+    """HTML of the Markdown the status document uses (`code`, **bold**, *italic*, backslash escapes), rendered
+    as CommonMark with raw HTML, links and images off (llmval.report.escape.render_inline)."""
+    return render_inline(text)
 
 
 def _badge(state: str) -> str:
     label, colour = BADGES.get(state, ("", ""))
     return f'<span class="badge" style="background:{colour}">{label}</span>' if label else ""
+
+
+def _broke(section: Section, verdict: str) -> str:
+    """The "What broke" box: one line per root cause (its fix under it), the checks it stopped folded."""
+    kind = "green" if verdict == "GREEN" else "red"
+    items = []
+    for item in section.items:
+        sub = "".join(f"<li>{inline(d)}</li>" for d in item.detail)
+        sub += "".join(f"<li><details><summary>{inline(label)}</summary><ul>"
+                       + "".join(f"<li>{inline(line)}</li>" for line in lines) + "</ul></details></li>"
+                       for label, lines in item.folds)
+        items.append(f"<li>{_badge(item.state)}{inline(item.text)}" + (f"<ul>{sub}</ul>" if sub else "") + "</li>")
+    return (f'<div class="broke {kind}"><h2>{inline(section.title)}</h2>'
+            + (f'<p class="note">{inline(section.note)}</p>' if kind == "red" else "")
+            + "<ul>" + "".join(items) + "</ul></div>")
 
 
 def embed_png(path: Path) -> str:
@@ -80,6 +81,8 @@ def status_fragment(doc: StatusDocument, reports_dir: Path | None = None) -> str
     parts = [f'<div class="llmval-status"><style>{CSS}</style>',
              f'<h1>{inline(doc.title)} <span class="verdict" style="background:{colour}">{doc.verdict}</span></h1>']
     parts += [f"<div>{inline(line)}</div>" for line in doc.summary]
+    if doc.broke is not None:
+        parts.append(_broke(doc.broke, doc.verdict))
     for section in doc.sections:
         tag = f"h{section.level}"
         parts.append(f"<{tag}>{inline(section.title)}</{tag}>")
@@ -107,27 +110,29 @@ def status_fragment(doc: StatusDocument, reports_dir: Path | None = None) -> str
         for name in doc.plots:
             path = Path(reports_dir) / name
             if path.is_file():
-                parts.append(f'<figure><img alt="{html.escape(name)}" src="{embed_png(path)}">'
-                             f"<figcaption>{html.escape(name)}</figcaption></figure>")
+                parts.append(f'<figure><img alt="{html_text(name)}" src="{embed_png(path)}">'
+                             f"<figcaption>{html_text(name)}</figcaption></figure>")
     parts.append("</div>")
     return "\n".join(parts)
 
 
 def render_html(doc: StatusDocument, results: RunResults | dict, reports_dir: Path) -> str:
-    """A self-contained HTML page: the status document at the top, plots, then every test's verdict."""
+    """A self-contained HTML page: the verdict and what broke at the top, the status document, plots, then every
+    test's verdict (failing ones first)."""
     rows = []
-    for test in parse_results(results).tests:
+    tests = parse_results(results).tests
+    for test in sorted(tests, key=lambda t: t.outcome not in FAILING_OUTCOMES):  # what broke first, then in order
         outcome = test.outcome
         colour = OUTCOME_COLOURS.get(outcome, "#6e7781")
         evidence = "; ".join(f"{v.check} on {v.target}: {v.cause} — {v.observed}" for v in test.verdicts[:3])
         message = test.message
-        detail = (f"<details><summary>message</summary><pre>{html.escape(message)}</pre></details>"
+        detail = (f"<details><summary>message</summary><pre>{html_text(message)}</pre></details>"
                   if message else "")
-        rows.append(f'<tr><td><span class="badge" style="background:{colour}">{html.escape(outcome)}</span></td>'
-                    f"<td><code>{html.escape(test.nodeid)}</code>{detail}</td>"
-                    f"<td>{html.escape(evidence)}</td><td>{test.duration_s:.2f}</td></tr>")
+        rows.append(f'<tr><td><span class="badge" style="background:{colour}">{html_text(outcome)}</span></td>'
+                    f"<td><code>{html_text(test.nodeid)}</code>{detail}</td>"
+                    f"<td>{html_text(evidence)}</td><td>{test.duration_s:.2f}</td></tr>")
     table = ('<div class="llmval-status"><h2>Every test</h2><table><tr><th>outcome</th><th>test</th>'
              "<th>evidence (first 3 verdicts)</th><th>s</th></tr>" + "".join(rows) + "</table></div>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(doc.title)} — {doc.verdict}</title></head><body>\n"
+            f"<title>{html_text(doc.title)} — {doc.verdict}</title></head><body>\n"
             + status_fragment(doc, reports_dir) + "\n" + table + "\n</body></html>\n")

@@ -5,7 +5,9 @@ pytest's junitxml writes the file; `finish_junit` rewrites it once the run's typ
 - the `<testsuite>` is named after the deployment and carries `inventory`, `mode`, `engine.<endpoint>`
   (kind and, when this run read it, version) as properties;
 - a test whose deciding verdict is could-not-check becomes `<error type="ModelNotServed" message=...>`
-  instead of `<failure>` (CI can tell a broken probe from a broken contract), and the counts follow.
+  instead of `<failure>` (CI can tell a broken probe from a broken contract), and the counts follow;
+- every value written here passes `llmval.report.escape.xml_text` (a `/version` holding ESC or NUL would
+  otherwise make the file unparseable for CI).
 
 Each `<testcase>` already carries `host`, `check`, `expected`, `observed`, `hint` (fixtures/evidence.py).
 """
@@ -16,9 +18,11 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..contract import shorten
 from ..inventory import Inventory
 from ..results import RunResults
 from ..verdict import Cause
+from .escape import xml_text
 from .files import write_bytes
 
 ENGINE_VERSION_MEASURE = "serving.engine.version"
@@ -55,13 +59,13 @@ def finish_junit(path: Path, results: RunResults, inventory: Inventory) -> None:
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     errored = {junit_names(t.nodeid): t for t in results.tests if t.outcome == "error"}
     for suite in suites:
-        suite.set("name", results.deployment or suite.get("name", "pytest"))
+        suite.set("name", xml_text(results.deployment or suite.get("name", "pytest")))
         old = suite.find("properties")
         if old is not None:
             suite.remove(old)
         properties = ET.Element("properties")
         for name, value in suite_properties(results, inventory).items():
-            ET.SubElement(properties, "property", name=name, value=value)
+            ET.SubElement(properties, "property", name=xml_text(name), value=xml_text(value))
         suite.insert(0, properties)
         moved = 0
         for case in suite.iter("testcase"):
@@ -72,8 +76,8 @@ def finish_junit(path: Path, results: RunResults, inventory: Inventory) -> None:
             verdict = test.failing
             failure.tag = "error"
             if verdict is not None and verdict.cause == Cause.COULD_NOT_CHECK:
-                failure.set("type", verdict.error)
-                failure.set("message", f"could not check ({verdict.error}): {verdict.observed[:300]}")
+                failure.set("type", xml_text(verdict.error))
+                failure.set("message", xml_text(f"could not check ({verdict.error}): {shorten(verdict.observed, 300)}"))
             moved += 1
         if moved:
             suite.set("failures", str(int(suite.get("failures", "0")) - moved))

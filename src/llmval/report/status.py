@@ -21,6 +21,7 @@ from ..results import BlockerRecord, RunResults, TestResult, parse_results
 from ..verdict import Cause, Verdict
 from .blockers import HOLDS, LIFTED
 from .diff import Change, diff_runs
+from .escape import md_code, md_text
 
 # States an item can carry; renderers turn them into badges.
 OK, FAIL, ERROR, XFAIL, LIFT, UNCHECKED, DECLARED, INFO = (
@@ -41,6 +42,8 @@ class Item:
     detail: list[str] = dataclasses.field(default_factory=list)
     children: list[Item] = dataclasses.field(default_factory=list)
     """Items grouped under this one (the failures that depend on a root failure)."""
+    folds: list[tuple[str, list[str]]] = dataclasses.field(default_factory=list)
+    """(label, lines) shown folded under this item in report.html ("What broke": the cells, the dependents)."""
 
 
 @dataclasses.dataclass
@@ -76,15 +79,13 @@ class StatusDocument:
     """PNG file names in the reports folder, in display order."""
     roots: list[Failure] = dataclasses.field(default_factory=list)
     """Root failures, each with its dependents (the terminal summary prints them too)."""
+    broke: Section | None = None
+    """What broke, in short: report.html leads with it (root causes, their checks and dependents folded)."""
     warnings: list[str] = dataclasses.field(default_factory=list)
 
 
-MD_SPECIAL_RE = re.compile(r"([`*|]|<(?=[A-Za-z/!?]))")  # `<` only where it could open an HTML tag
-
-
-def esc(value: object) -> str:
-    """Text from evidence or the inventory, escaped so Markdown shows it literally (`***` stays `***`)."""
-    return MD_SPECIAL_RE.sub(r"\\\1", str(value))
+esc = md_text
+"""Text from evidence or the inventory as Markdown that shows it literally (`***` stays `***`; llmval.report.escape)."""
 
 
 def _platforms(inventory: Inventory) -> dict[str, str]:
@@ -127,7 +128,7 @@ def _header(results: RunResults, warnings: list[str]) -> tuple[str, list[str]]:
             exit_word = f"exit {results.exitstatus}"
     summary = [
         f"Run {results.started or '?'} · {scope} · mode {results.mode or '?'} · "
-        f"{results.duration_s:.1f} s · inventory `{results.inventory or '?'}`",
+        f"{results.duration_s:.1f} s · inventory {md_code(results.inventory or '?')}",
         f"Verdict: **{verdict}** ({tally})" + (f" — {exit_word}." if exit_word else "."),
     ]
     summary += [f"**Warning:** {esc(w)}" for w in warnings]
@@ -146,9 +147,9 @@ def _done(results: RunResults) -> Section:
         shown = [f"{esc(v.target)}: {esc(v.observed)}" for v in verdicts[:MAX_DONE_SUBJECTS]]
         more = f" (+{len(verdicts) - MAX_DONE_SUBJECTS} more)" if len(verdicts) > MAX_DONE_SUBJECTS else ""
         if len(verdicts) == 1:
-            section.items.append(Item(f"`{check}` — {shown[0]}", OK))
+            section.items.append(Item(f"{md_code(check)} — {shown[0]}", OK))
         else:
-            section.items.append(Item(f"`{check}` — {len(verdicts)} verdicts pass{more}", OK, shown))
+            section.items.append(Item(f"{md_code(check)} — {len(verdicts)} verdicts pass{more}", OK, shown))
     if not section.items:
         section.items.append(Item("no check passed in this run", INFO))
     return section
@@ -191,8 +192,9 @@ class Failure:
             return (f"could not check {len(self.members)} checks ({self.errors}), one cause: "
                     f"{esc(_clip(v.shared_cause, 300))}")
         if v.cause == Cause.COULD_NOT_CHECK:
-            return f"`{v.check}` on {esc(v.target or '?')} — could not check ({v.error}): {esc(_clip(v.observed, 300))}"
-        return f"`{v.check}` on {esc(v.target)}: expected {esc(v.expected)}, observed {esc(v.observed)}"
+            return (f"{md_code(v.check)} on {esc(v.target or '?')} — could not check ({v.error}): "
+                    f"{esc(_clip(v.observed, 300))}")
+        return f"{md_code(v.check)} on {esc(v.target)}: expected {esc(v.expected)}, observed {esc(v.observed)}"
 
 
 def by_test(failures: list[Failure]) -> list[tuple[str, list[str]]]:
@@ -278,10 +280,10 @@ def _failing(roots: list[Failure]) -> Section:
     for root in roots:
         v = root.verdict
         if root.also:
-            detail = [f"`{test}` ×{len(params)}" + (": " + ", ".join(f"`{p}`" for p in params) if params else "")
+            detail = [f"{md_code(test)} ×{len(params)}" + (": " + ", ".join(map(md_code, params)) if params else "")
                       for test, params in by_test(root.members)]
         else:
-            detail = [f"test: `{root.test.nodeid}`"]
+            detail = [f"test: {md_code(root.test.nodeid)}"]
         if v.hint:
             detail.append(f"fix: {esc(v.hint)}")
         if v.evidence:
@@ -289,11 +291,49 @@ def _failing(roots: list[Failure]) -> Section:
         item = Item(root.describe(), root.state, detail)
         if root.dependents:
             n = len(root.dependents)
-            item.detail.append(f"{n} check{'s' if n > 1 else ''} could not run because `{v.check}` failed:")
-            item.children = [Item(f"{_clip(d.describe(), 260)} (`{d.test.nodeid}`)", d.state) for d in root.dependents]
+            item.detail.append(f"{n} check{'s' if n > 1 else ''} could not run because {md_code(v.check)} failed:")
+            item.children = [Item(f"{_clip(d.describe(), 260)} ({md_code(d.test.nodeid)})", d.state)
+                             for d in root.dependents]
         section.items.append(item)
     if not section.items:
         section.items.append(Item("nothing failing", OK))
+    return section
+
+
+def _what_broke(results: RunResults, roots: list[Failure], blocked: Section, not_judged: Section | None,
+                verdict: str) -> Section:
+    """The root causes (their cells and dependents folded), lifted blockers and unjudged facts: what made the
+    run RED, in the order to fix it; for a GREEN run one line saying so."""
+    section = Section("What broke", note="root causes first; the checks under each are folded")
+    for root in roots:
+        v = root.verdict
+        item = Item(root.describe(), root.state, [f"fix: {esc(v.hint)}"] if v.hint else [])
+        if root.also:
+            item.folds.append((f"the {len(root.members)} checks it stopped", [
+                f"{md_code(test)} ×{len(params)}" + (": " + ", ".join(map(md_code, params)) if params else "")
+                for test, params in by_test(root.members)]))
+        else:
+            item.detail.append(f"test: {md_code(root.test.nodeid)}")
+        if root.dependents:
+            n = len(root.dependents)
+            item.folds.append((f"{n} check{'s' if n > 1 else ''} could not run because {md_code(v.check)} failed",
+                               [f"{_clip(d.describe(), 260)} ({md_code(d.test.nodeid)})" for d in root.dependents]))
+        section.items.append(item)
+    section.items += [Item(i.text, LIFT, i.detail) for i in blocked.items if i.state == LIFT]
+    unjudged = [i.text for i in (not_judged.items if not_judged else []) if i.state == UNCHECKED]
+    if unjudged:
+        section.items.append(Item(f"{len(unjudged)} declared fact{'s' if len(unjudged) > 1 else ''} no check "
+                                  "judged (a full run is not GREEN while any)", UNCHECKED,
+                                  folds=[("the facts", unjudged)]))
+    if not section.items:
+        held = sum(1 for t in results.tests if t.outcome == "passed")
+        skipped = sum(1 for t in results.tests if t.outcome == "skipped")
+        if verdict == "GREEN":
+            section.title = "Nothing broke"
+            section.items.append(Item(f"every check that ran holds ({held} tests)"
+                                      + (f"; {skipped} not checked (skipped), listed below" if skipped else ""), OK))
+        else:
+            section.items.append(Item("no check failed: the verdict line says why the run is not GREEN", INFO))
     return section
 
 
@@ -312,20 +352,21 @@ def _blocked(results: RunResults, inventory: Inventory) -> Section:
         seen = states.get(blocker.id, [])
         lifted = [b for _, b in seen if b.state == LIFTED]
         holds = [b for _, b in seen if b.state == HOLDS]
-        head = f"**{blocker.id}**" + (f" ({blocker.platform})" if blocker.platform else "") + f": {esc(blocker.reason)}"
+        head = (f"**{esc(blocker.id)}**" + (f" ({esc(blocker.platform)})" if blocker.platform else "")
+                + f": {esc(blocker.reason)}")
         detail = []
         if lifted:
             state = LIFT
-            detail += [f"LIFTED: `{b.check}` on {esc(b.target)} now passes (observed {esc(b.observed)})"
+            detail += [f"LIFTED: {md_code(b.check)} on {esc(b.target)} now passes (observed {esc(b.observed)})"
                        for b in lifted]
-            detail.append(f"revisit decision: {blocker.revisit or '(none named)'}")
+            detail.append(f"revisit decision: {esc(blocker.revisit or '(none named)')}")
         elif holds:
             state = XFAIL
         if holds:
-            detail += [f"still holds: `{b.check}` on {esc(b.target)} observed {esc(b.observed)}" for b in holds]
+            detail += [f"still holds: {md_code(b.check)} on {esc(b.target)} observed {esc(b.observed)}" for b in holds]
         if not holds and not lifted:
             state = UNCHECKED
-            detail.append(f"not checked this run (no test stated `{blocker.check}`)")
+            detail.append(f"not checked this run (no test stated {md_code(blocker.check)})")
         if blocker.workaround:
             detail.append(f"workaround: {esc(blocker.workaround)}")
         section.items.append(Item(head, state, detail))
@@ -344,7 +385,7 @@ def _expected_failures(results: RunResults) -> Section | None:
         item = items.setdefault(reason, Item(esc(_clip(reason, 200)), XFAIL))
         verdict = test.failing
         observed = f": observed {esc(verdict.observed)}" if verdict else ""
-        item.detail.append(f"`{test.nodeid}`{observed}")
+        item.detail.append(f"{md_code(test.nodeid)}{observed}")
     if not items:
         return None
     for item in items.values():
@@ -368,7 +409,7 @@ def _not_judged(results: RunResults) -> Section | None:
     """Declared facts no verdict judged (a full run only): the run is not GREEN while this is non-empty."""
     if results.not_judged is None:
         return None
-    items = [Item(f"`{esc(field)}`", UNCHECKED) for field in results.not_judged]
+    items = [Item(md_code(field), UNCHECKED) for field in results.not_judged]
     return Section("Declared but not judged", items or [Item("every declared fact was judged", OK)], level=3,
                    note="facts the inventory declares that no check of this full run judged (not GREEN while any)")
 
@@ -392,30 +433,31 @@ def _decisions(results: RunResults, inventory: Inventory) -> tuple[Section, list
             hits = [(t, r) for t, r in hits if id(r) not in shown]
             shown.update(id(r) for _, r in hits)
             if not hits:
-                detail.append(f"`{pattern}`: not checked this run")
+                detail.append(f"{md_code(pattern)}: not checked this run")
                 states.append(UNCHECKED)
                 continue
             for test, record in hits[:MAX_DONE_SUBJECTS]:
                 state = _record_state(test, record)
                 states.append(state)
                 word = {OK: "pass", FAIL: "FAIL", XFAIL: "xfail (blocked)", LIFT: "pass (blocker lifted)"}[state]
-                detail.append(f"`{record.check}` on {esc(record.target)}: {word} — observed {esc(record.observed)}")
+                detail.append(f"{md_code(record.check)} on {esc(record.target)}: {word} — observed "
+                              f"{esc(record.observed)}")
         if not decision.guarded_by:
             detail.append("no guarding check declared")
         if lifted_for.get(decision.id):
-            detail.append(f"REVISIT: blocker(s) {', '.join(lifted_for[decision.id])} lifted")
-            next_steps.append(Item(f"Revisit decision **{decision.id}** ({decision.decision}): blocker(s) "
-                                   f"{', '.join(lifted_for[decision.id])} no longer hold", LIFT))
+            detail.append(f"REVISIT: blocker(s) {esc(', '.join(lifted_for[decision.id]))} lifted")
+            next_steps.append(Item(f"Revisit decision **{esc(decision.id)}** ({esc(decision.decision)}): blocker(s) "
+                                   f"{esc(', '.join(lifted_for[decision.id]))} no longer hold", LIFT))
         state = (LIFT if lifted_for.get(decision.id) else FAIL if FAIL in states else
                  OK if {OK, XFAIL} & set(states) else UNCHECKED)
         if state == FAIL:
-            next_steps.append(Item(f"Decision **{decision.id}** is no longer in force: a guarding check fails",
+            next_steps.append(Item(f"Decision **{esc(decision.id)}** is no longer in force: a guarding check fails",
                                    FAIL))
         detail.insert(0, f"why: {esc(decision.rationale)}")
         if decision.revisit_when:
             detail.append(f"revisit when: {esc(decision.revisit_when)}")
-        scope = f" ({decision.platform})" if decision.platform else ""
-        section.items.append(Item(f"**{decision.id}**{scope}: {esc(decision.decision)}", state, detail))
+        scope = f" ({esc(decision.platform)})" if decision.platform else ""
+        section.items.append(Item(f"**{esc(decision.id)}**{scope}: {esc(decision.decision)}", state, detail))
     if not section.items:
         section.items.append(Item("no decisions declared in the inventory", INFO))
     return section, next_steps
@@ -426,9 +468,9 @@ def _next_steps(roots: list[Failure], inventory: Inventory, from_decisions: list
     section.items += [i for i in from_decisions if i.state == LIFT]
     for root in roots:
         v = root.verdict
-        text = (f"Fix `{v.check}` on {esc(v.target)}" if v.cause == Cause.BROKEN else
+        text = (f"Fix {md_code(v.check)} on {esc(v.target)}" if v.cause == Cause.BROKEN else
                 f"Make {len(root.members)} checks checkable again ({esc(_clip(v.shared_cause, 200))})" if root.also
-                else f"Make `{root.test.nodeid}` checkable again")
+                else f"Make {md_code(root.test.nodeid)} checkable again")
         if root.dependents:
             text += f" (then {len(root.dependents)} dependent check{'s' if len(root.dependents) > 1 else ''} can run)"
         section.items.append(Item(text + (f": {esc(v.hint)}" if v.hint else ""), root.state))
@@ -456,11 +498,12 @@ def _context(results: RunResults, inventory: Inventory) -> Section:
             rows[platform].append([esc(m.target), esc(m.name), esc(_value(m.value)), esc(m.unit)])
     for platform in sorted(rows):
         unique = sorted({tuple(r) for r in rows[platform]})
-        section.tables.append((f"platform {platform}", Table(["subject", "measured", "value", "unit"],
+        section.tables.append((f"platform {esc(platform)}", Table(["subject", "measured", "value", "unit"],
                                                              [list(r) for r in unique])))
     for perf in inventory.perf:
         if perf.quoted_tok_s is not None:
-            section.items.append(Item(f"{perf.endpoint}: owners quote {perf.quoted_tok_s:g} tok/s at C=1", DECLARED))
+            section.items.append(Item(f"{esc(perf.endpoint)}: owners quote {perf.quoted_tok_s:g} tok/s at C=1",
+                                      DECLARED))
     section.items += [Item(esc(fact), DECLARED) for fact in inventory.deployment.critical_context]
     if not section.tables and not section.items:
         section.items.append(Item("no measured values in this run", INFO))
@@ -488,20 +531,20 @@ def _files(results: RunResults, inventory: Inventory) -> Section:
     checked = evidence_paths(results)
     hosts = {h.name for h in inventory.hosts}
     for host in inventory.hosts:
-        detail = [f"`{path}` — checked by {', '.join(sorted(checks))}"
+        detail = [f"{md_code(path)} — checked by {', '.join(sorted(checks))}"
                   for path, checks in sorted(checked.get(host.name, {}).items())]
         declared = [m.path for m in host.model_files] + inventory.deployment.relevant_files.get(host.name, [])
-        detail += [f"`{path}` — *declared*" for path in declared if path not in checked.get(host.name, {})]
+        detail += [f"{md_code(path)} — *declared*" for path in declared if path not in checked.get(host.name, {})]
         if detail:
-            section.items.append(Item(f"**{host.name}** ({host.platform})", INFO, detail))
+            section.items.append(Item(f"**{esc(host.name)}** ({esc(host.platform)})", INFO, detail))
     for subject in sorted(set(checked) - hosts):
         if subject in {e.name for e in inventory.endpoints}:
             continue  # an endpoint's URL paths are not files
-        detail = [f"`{p}` — checked by {', '.join(sorted(c))}" for p, c in sorted(checked[subject].items())]
-        section.items.append(Item(f"**{subject}**", INFO, detail))
+        detail = [f"{md_code(p)} — checked by {', '.join(sorted(c))}" for p, c in sorted(checked[subject].items())]
+        section.items.append(Item(f"**{esc(subject)}**", INFO, detail))
     for name, paths in inventory.deployment.relevant_files.items():
         if name not in hosts:
-            section.items.append(Item(f"**{name}**", DECLARED, [f"`{p}` — *declared*" for p in paths]))
+            section.items.append(Item(f"**{esc(name)}**", DECLARED, [f"{md_code(p)} — *declared*" for p in paths]))
     if not section.items:
         section.items.append(Item("no file paths in this run's evidence or the inventory", INFO))
     return section
@@ -562,8 +605,11 @@ def build_status(results: RunResults | dict, inventory: Inventory, *, previous: 
     if results.deployment and results.deployment != deployment.name:
         summary.append(f"Note: the results are of deployment '{results.deployment}', the inventory of "
                        f"'{deployment.name}'.")
-    title = f"Deployment status: {deployment.name} ({deployment.kind})"
-    return StatusDocument(title, verdict, summary, sections, order_plots(list(plots)), roots, list(warnings))
+    title = f"Deployment status: {esc(deployment.name)} ({esc(deployment.kind)})"
+    broke = _what_broke(results, roots, progress[2], next((p for p in progress if p.title == "Declared but not judged"),
+                                                          None), verdict)
+    return StatusDocument(title, verdict, summary, sections, order_plots(list(plots)), roots, broke,
+                          list(warnings))
 
 
 BADGES_MD = {OK: "✅", FAIL: "❌", ERROR: "⚠️", XFAIL: "⛔", LIFT: "🔓", UNCHECKED: "⏸️", DECLARED: "📝", INFO: "•"}
