@@ -131,6 +131,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that hung up on a hostile answer (a broken pipe) is the point, not news
+
 
 class HostileServer:
     """The server, as a context manager: `base_url`, `seen` (method, path, headers of each request)."""

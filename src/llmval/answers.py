@@ -63,6 +63,36 @@ class ChatCompletion(_Shape):
     usage: Usage | None = None
 
 
+class FunctionDelta(_Shape):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallDelta(_Shape):
+    index: int = 0
+    id: str | None = None
+    function: FunctionDelta | None = None
+
+
+class Delta(_Shape):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
+
+
+class ChunkChoice(_Shape):
+    delta: Delta | None = None
+    finish_reason: str | None = None
+
+
+class ChatChunk(_Shape):
+    """One `data:` event of a streamed chat completion."""
+
+    choices: list[ChunkChoice] | None = None
+    usage: dict[str, Any] | None = None
+
+
 class Version(_Shape):
     """vLLM's GET /version."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from ..answers import ChatChunk, checked
 from ..engines.base import StreamedChat
 from ..errors import ParseError
 
@@ -38,8 +39,9 @@ def join_chat_stream(data: Iterable[str]) -> StreamedChat:
             break
         try:
             chunk = json.loads(payload)
-        except json.JSONDecodeError as error:
+        except (json.JSONDecodeError, RecursionError) as error:
             raise ParseError("chat completion stream", f"event is not JSON ({error})", payload) from None
+        checked(ChatChunk, chunk, f"chat completion stream, event {chunks + 1}")  # a dict of the shape read below
         chunks += 1
         if chunk.get("usage"):
             usage = chunk["usage"]
