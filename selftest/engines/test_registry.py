@@ -96,6 +96,8 @@ def test_perf_identity_reads_each_engines_own_facts():
 NOT_ENGINE_DISPATCH = {
     "src/llmval/bench/_engine_side_by_side.py": "labels the two *tools* measured side by side (`vllm bench serve` "
                                                 "and this suite), not the engine of an endpoint",
+    "src/llmval/bench/_side_by_side.py": "labels the two *tools* of `bench --side-by-side` (`vllm bench serve` and "
+                                         "this suite), not the engine of an endpoint",
 }
 
 
