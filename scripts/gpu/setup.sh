@@ -13,7 +13,7 @@ if ! PYTHONPATH=$SITE python3 -c "import importlib.util as u, sys; sys.exit(u.fi
   rm -rf /tmp/b && mkdir -p /tmp/b $SITE && tar xf /tmp/bundle.tar -C /tmp/b || exit 1
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $SITE \
     /tmp/b/bundle/whl/*.whl || exit 1
-  python3 - <<'PY' || exit 1
+  PYTHONPATH=$SITE python3 - <<'PY' || exit 1  # zstandard is one of the bundle's wheels, in $SITE
 import tarfile, zstandard
 with open('/tmp/b/bundle/vllm024.tar.zst', 'rb') as f, zstandard.ZstdDecompressor().stream_reader(f) as r:
     tarfile.open(fileobj=r, mode='r|').extractall('/tmp/site')
