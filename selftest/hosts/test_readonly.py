@@ -59,7 +59,7 @@ def test_every_declared_command_is_used_by_some_recording_or_live_self_test():
     # REAL GPU recordings hold them; the kernel-gpu reads (issue 21.5) by test_gpu_health.py's live runs over
     # fake journalctl/dmesg (recordings made before them are answered by the xid-* reads they superseded)
     watch = {"watch-unit", "watch-journal", "watch-container", "watch-container-logs", "watch-file"}
-    zombie = {"process-rows", "gpu-apps"}  # tcp-listening, port-pids: REAL-local-cpu-* (no GPU there)
+    zombie: set[str] = set()  # process-rows, gpu-apps: REAL-h200-vllm-0.24.0-* (the H200 recordings hold them)
     assert {c.name for c in READ_ONLY} - used <= {"nccl-docker", "ray-nodes", "process-matches", "process-environ",
                                                    "engine-log-file", "engine-log-docker", "kernel-gpu-journal",
                                                    "kernel-gpu-dmesg", *watch, *zombie}

@@ -10,18 +10,21 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]
-RECORDING = ROOT / "selftest" / "data" / "replays" / "REAL-h200-vllm-0.24.0-healthy"
+REPLAYS = ROOT / "selftest" / "data" / "replays"
+RECORDING = REPLAYS / "REAL-h200-vllm-0.24.0-healthy"
 
 
-def _replay(pytester) -> dict:
+def _replay(pytester, recording=RECORDING) -> dict:
     pytester.chdir()
     result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
                           str(ROOT / "pyproject.toml"), "--reports", "reports", str(ROOT / "tests"), "-m", "smoke",
-                          "-p", "no:xdist", "-p", "no:randomly", "--inventory", str(RECORDING / "inventory.toml"),
-                          "--replay", str(RECORDING), timeout=300)
+                          "-p", "no:xdist", "-p", "no:randomly", "--inventory", str(recording / "inventory.toml"),
+                          "--replay", str(recording), timeout=300)
     return {"ret": result.ret, "results": json.loads((pytester.path / "reports" / "results.json").read_text())}
 
 
@@ -45,3 +48,37 @@ def test_the_engine_core_is_allowed_by_the_name_the_owner_wrote_and_is_attached(
     zombies = verdicts["hosts.gpu.zombie_workers"]
     assert zombies["observed"] == "none", zombies
     assert "VLLM::EngineCore: its ancestor pid 922" in zombies["evidence"] and "serves port 8000" in zombies["evidence"]
+
+
+def test_fp8_kv_on_the_gpu_fails_exactly_the_two_kv_checks(pytester):
+    run = _replay(pytester, REPLAYS / "REAL-h200-vllm-0.24.0-fp8kv")
+    failed = [t["nodeid"].split("::")[-1] for t in run["results"]["tests"] if t["outcome"] in ("failed", "error")]
+    assert run["ret"] == 1
+    assert sorted(failed) == ["test_kv_cache_dtype_proven_by_two_sources[h200-vllm]",
+                              "test_no_fp8_kv_cache_evidence[h200-vllm]"], failed
+    no_fp8 = _verdicts(run["results"])["serving.kv_cache.dtype.no_fp8"]
+    assert "Using fp8 data type to store kv cache" in str(no_fp8["observed"]), no_fp8
+
+
+@pytest.mark.parametrize("name", ["ngram", "nowait"])
+def test_speculation_and_the_fresh_start_replay_green(pytester, name):
+    run = _replay(pytester, REPLAYS / f"REAL-h200-vllm-0.24.0-{name}")
+    assert run["ret"] == 0, [t["nodeid"] for t in run["results"]["tests"] if t["outcome"] != "passed"]
+    if name == "ngram":
+        assert any(c.startswith("serving.speculative.") for c in _verdicts(run["results"])), "no speculative check ran"
+    else:  # the live run waited out the start before judging (--wait-ready cannot replay)
+        assert "[wait-ready] h200-vllm ready after 94.2 s" in (REPLAYS / "REAL-h200-vllm-0.24.0-nowait" / "pytest.out"
+                                                              ).read_text()
+
+
+def test_the_killed_api_server_leaves_one_root_cause_naming_the_orphan_and_its_gpu_memory(pytester):
+    run = _replay(pytester, REPLAYS / "REAL-h200-vllm-0.24.0-zombie")
+    assert run["ret"] == 1
+    zombie = _verdicts(run["results"])["hosts.gpu.zombie_workers"]
+    assert "pid 1772 VLLM::EngineCore" in zombie["observed"] and "its parent is gone (PPID 1)" in zombie["observed"]
+    assert "holds 43.2 GiB (44222 MiB)" in zombie["observed"] and "port 8000: nothing listens" in zombie["observed"]
+    assert "kill <pid>` of the orphaned VLLM::EngineCore" in zombie["hint"]
+    status = (pytester.path / "reports" / "status.md").read_text()
+    assert "16 checks could not run because `hosts.gpu.zombie_workers` failed" in status, status[:3000]
+    live = (REPLAYS / "REAL-h200-vllm-0.24.0-zombie" / "pytest.out").read_text()
+    assert "llmval: 1 root cause(s)" in live and "BROKEN hosts.gpu.zombie_workers [h200]" in live
