@@ -221,7 +221,7 @@ class SideBySide:
                                 temperature=args.temperature, ignore_eos=True, request_rate=rate)
             offsets = vllm_offsets(n, rate, seed) if rate is not None else None
             workers = args.suite_workers or auto_workers(min(cap or n, n) if rate is None
-                                                          else min(cap or n, max(point.value, 1) * 4))
+                                                          else min(cap or n, int(max(point.value, 1) * 4)))
             load, cpu = run_load_parallel(args.base_url, workload, workers=workers, prompts=texts,
                                           endpoint="side-by-side", timeout_s=args.timeout_s, offsets=offsets)
             cpu1 = self.machine.snapshot(self.bench.proc.pid)
