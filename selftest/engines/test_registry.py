@@ -5,8 +5,8 @@ code outside `llmval.engines` (and the inventory models) compares engine names."
 from __future__ import annotations
 
 import asyncio
+import json
 import re
-import typing
 
 import httpx
 import pytest
@@ -24,10 +24,33 @@ ENGINE_NAME_COMPARISON_RE = re.compile(
     r"""|["'](vllm|sglang|openai|trtllm)["']\s*(==|!=|\bin\b)""")
 
 
-def test_registry_kinds_are_the_inventory_engine_choices():
-    choices = typing.get_args(EndpointSpec.model_fields["engine"].annotation)
-    assert sorted(ADAPTERS) == sorted(choices)
+def test_the_inventory_init_and_cli_choices_are_the_registry():
+    """One list of engine kinds (issue 22.4): the inventory's `engine =`, its JSON schema, `llmval init --platform`
+    and the CLI's choices are all the registry's kinds."""
+    from llmval.__main__ import main
+    from llmval.init import PLATFORMS
+    from llmval.inventory import inventory_json_schema
+
     assert all(cls.kind == kind for kind, cls in ADAPTERS.items())
+    schema = json.loads(inventory_json_schema())
+    assert schema["$defs"]["EndpointSpec"]["properties"]["engine"]["enum"] == list(ADAPTERS)
+    assert list(PLATFORMS) == list(ADAPTERS)
+    assert all(PLATFORMS[k].base_url.endswith(f":{c.default_port}") for k, c in ADAPTERS.items())
+    with pytest.raises(SystemExit):
+        main(["init", "x", "--platform", "trtllm"])
+
+
+def test_a_new_adapter_is_a_new_inventory_choice(monkeypatch):
+    class TrtllmAdapter(EngineAdapter):
+        kind = "trtllm"
+
+    monkeypatch.setitem(ADAPTERS, "trtllm", TrtllmAdapter)
+    spec = EndpointSpec.model_validate({"name": "t", "platform": "p", "base_url": "http://127.0.0.1:8000",
+                                        "engine": "trtllm", "model": "m"})
+    assert spec.engine == "trtllm"
+    monkeypatch.delitem(ADAPTERS, "trtllm")
+    with pytest.raises(ValueError, match=r"unknown engine 'trtllm'; valid: \['openai', 'sglang', 'vllm'\]"):
+        EndpointSpec.model_validate({**spec.model_dump(mode="json"), "engine": "trtllm"})
 
 
 def test_unknown_engine_names_the_valid_ones():

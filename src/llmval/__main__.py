@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from . import DISTRIBUTION, __version__
+from .engines import ADAPTERS
 from .errors import InventoryError
 from .inventory import inventory_json_schema, load_inventory
 from .report.secrets import secret_problems
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     snap.add_argument("--out", default=None, metavar="FILE", help="write the observed inventory here")
     init = commands.add_parser("init", help="scaffold an ops repo: inventory, CI workflow, systemd smoke timer")
     init.add_argument("dir", nargs="?", default=".", help="the folder to write into (default: here)")
-    init.add_argument("--platform", required=True, choices=["sglang", "vllm", "openai"], help="the engine served")
+    init.add_argument("--platform", required=True, choices=list(ADAPTERS), help="the engine served")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # its own parser (`python -m llmval bench --help`)
         from .bench._cli import main as bench_main

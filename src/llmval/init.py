@@ -1,4 +1,4 @@
-"""`llmval init [DIR] --platform sglang|vllm|openai`: scaffold an ops repo that uses llmval.
+"""`llmval init [DIR] --platform <engine kind>`: scaffold an ops repo that uses llmval.
 
 Writes `inventory.toml` (a valid minimal inventory, every other key commented), `.github/workflows/llmval.yml`
 (smoke on push, the full contract nightly, from a self-hosted runner) and `systemd/llmval-smoke@.{service,timer}`
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from .engines import ADAPTERS
+
 
 @dataclass(frozen=True)
 class Platform:
@@ -25,11 +27,9 @@ class Platform:
     model: str
 
 
-PLATFORMS: dict[str, Platform] = {
-    "sglang": Platform("sglang", "http://127.0.0.1:30000", "your-model"),  # SGLang's default port
-    "vllm": Platform("vllm", "http://127.0.0.1:8000", "your-model"),  # vLLM's default port
-    "openai": Platform("openai", "http://127.0.0.1:8000", "your-model"),
-}
+PLATFORMS: dict[str, Platform] = {kind: Platform(kind, f"http://127.0.0.1:{adapter.default_port}", "your-model")
+                                  for kind, adapter in ADAPTERS.items()}
+"""One per engine of the adapter registry, at the engine's default port."""
 
 FILES: dict[str, str] = {
     "inventory.toml": "inventory.toml",

@@ -122,6 +122,10 @@ class EngineAdapter:
     """
 
     kind: ClassVar[str] = "openai"
+    """The inventory's `engine =` value (the registry `llmval.engines.ADAPTERS` is keyed by it: the inventory's
+    choices, `llmval init --platform` and its templates derive from it)."""
+    default_port: ClassVar[int] = 8000
+    """The port the engine's server listens on unless told otherwise (`llmval init` writes it)."""
     has_version: ClassVar[bool] = False
     """Whether the engine reports its version (`version` raises NotExposed otherwise)."""
     has_health: ClassVar[bool] = False
@@ -376,12 +380,6 @@ class EngineAdapter:
         if found.missing:
             raise NotExposed(f"[{self.spec.name}] {found.missing}")
         return Fact(None if found.length is None else round(found.length, 3), found.source, found.quote)
-
-    @classmethod
-    def log_server_pids(cls, log_text: str) -> list[int]:
-        """The pids of the server process(es) the engine's own log lines name ([] when its lines carry none):
-        `llmval.serving_process` ties a startup log to the process that serves the port now."""
-        return []
 
     @classmethod
     def detect(cls, adapter: EngineAdapter, owners: list[str]) -> Fact | None:

@@ -44,6 +44,7 @@ class SglangAdapter(EngineAdapter):
     """Facts of an SGLang endpoint."""
 
     kind = "sglang"
+    default_port = 30000
     has_version = True
     has_health = True
     # load_counters: none declared yet. SGLang's request gauges and generated-token counter are not yet

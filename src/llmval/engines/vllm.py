@@ -37,6 +37,7 @@ class VllmAdapter(EngineAdapter):
     """Facts of a vLLM endpoint."""
 
     kind = "vllm"
+    default_port = 8000
     has_version = True
     has_health = True
     load_counters = LoadCounters(generation_tokens=GENERATION_TOKENS, finished_requests=REQUEST_SUCCESS,

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, HttpUrl, field_validator, model_validator
 
 from ._base import Spec
+from ._engines import EngineKind
 from ._values import BaseUrlText, EnvKey, Label, Name, Rate, Seconds, check_source
 
 
@@ -97,7 +98,7 @@ class EndpointSpec(Spec):
     platform: Label
     base_url: Annotated[HttpUrl, BaseUrlText]
     """Root URL without /v1, e.g. http://127.0.0.1:8000."""
-    engine: Literal["sglang", "vllm", "openai"]
+    engine: EngineKind
     model: Label
     """The model id /v1/models must list, exactly."""
     max_model_len: int | None = Field(None, ge=1, le=2**31)
