@@ -47,9 +47,18 @@ def add_secrets(values: Iterable[str]) -> None:
     _fragment_forms.cache_clear()
 
 
+@functools.lru_cache(maxsize=1024)
+def _encoded_forms(value: str) -> tuple[str, ...]:
+    return tuple(_forms(value))
+
+
 def encoded_forms(value: str) -> list[str]:
     """`value` as it may appear in a file: itself, URL-quoted, JSON-escaped, and the parts of its base64
     (standard and URL-safe, at each of the three alignments) that do not depend on the bytes around it."""
+    return list(_encoded_forms(value))
+
+
+def _forms(value: str) -> list[str]:
     raw = value.encode("utf-8")
     forms = {value, urllib.parse.quote(value, safe=""), json.dumps(value)[1:-1]}
     for shift in range(3):
@@ -63,9 +72,25 @@ def encoded_forms(value: str) -> list[str]:
 
 def secret_values(extra: Iterable[str] = ()) -> list[str]:
     """Values to scrub: secret-named environment variables, registered secrets, plus any given explicitly."""
-    values = [v for k, v in os.environ.items() if SECRET_ENV_NAME_RE.search(k) and len(v) >= 4]
+    values = list(_env_secrets())
     values += [v for v in [*_REGISTERED, *extra] if v and len(v) >= 4]
     return sorted(set(values), key=len, reverse=True)
+
+
+def _env_secrets() -> tuple[str, ...]:
+    """Secret-named environment variables' values, recomputed only when the environment changed: redact() runs
+    for every verdict and report field, and decoding os.environ item by item each time cost a third of a
+    64-host smoke run (issue 24.7)."""
+    data = getattr(os.environ, "_data", None)  # the raw (bytes) mapping behind os.environ on POSIX
+    if isinstance(data, dict):
+        return _env_secret_values(tuple(data.items()))
+    return _env_secret_values(tuple(os.environ.items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _env_secret_values(items: tuple[tuple[str | bytes, str | bytes], ...]) -> tuple[str, ...]:
+    decoded = ((os.fsdecode(k), os.fsdecode(v)) for k, v in items)
+    return tuple(v for k, v in decoded if SECRET_ENV_NAME_RE.search(k) and len(v) >= 4)
 
 
 @functools.lru_cache(maxsize=64)
@@ -104,7 +129,7 @@ def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
     ones that a cut can leave (`FRAGMENT`), and secret-shaped substrings."""
     extra = tuple(sorted({v for v in extra_secrets if v}))
     for value in secret_values(extra):
-        for form in encoded_forms(value):
+        for form in _encoded_forms(value):
             text = text.replace(form, REDACTED)
     spans = _fragment_spans(text, extra)
     if spans:
