@@ -382,6 +382,12 @@ class EngineAdapter:
         return Fact(None if found.length is None else round(found.length, 3), found.source, found.quote)
 
     @classmethod
+    def log_server_pids(cls, log_text: str) -> list[int]:
+        """The pids of the server process(es) the engine's own log lines name ([] when its lines carry none):
+        `llmval.serving_process` ties a startup log to the process that serves the port now."""
+        return []
+
+    @classmethod
     def detect(cls, adapter: EngineAdapter, owners: list[str]) -> Fact | None:
         """This engine's Fact(kind) when the server behind `adapter` is this engine (`owners`: the
         /v1/models `owned_by` values), else None. The plain OpenAI server is what is left: None."""
