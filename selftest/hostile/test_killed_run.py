@@ -54,7 +54,7 @@ def test_a_run_stopped_by_a_signal_replaces_the_previous_green(tmp_path, signum)
     out, _ = first.communicate(timeout=120)
     assert first.returncode == 0, out
     reports = tmp_path / "reports"
-    assert "GREEN" in (reports / "status.md").read_text(), out
+    assert "GREEN" in (reports / "partial" / "status.md").read_text(), out  # a partial run
 
     second = _run(tmp_path, RED_THEN_WAIT)
     deadline = time.monotonic() + 120
@@ -64,7 +64,7 @@ def test_a_run_stopped_by_a_signal_replaces_the_previous_green(tmp_path, signum)
     second.send_signal(signum)
     out, _ = second.communicate(timeout=60)
     assert second.returncode == 2, out
-    status = (reports / "status.md").read_text()
+    status = (reports / "partial" / "status.md").read_text()
     document = json.loads((reports / "results.json").read_text())
     assert "GREEN" not in status.splitlines()[0] and "RED" in status, status[:500]
     assert document["exitstatus"] == 2, document["exitstatus"]

@@ -29,7 +29,9 @@ def test_holds(expect):
     pathlib.Path(os.environ["LLMVAL_SELFTEST_RAN"]).touch()
     expect("localhost", "selftest.reports.first", expected=1, observed=1)
 '''
-REPORTS = ("status.md", "report.html", "results.json", "junit.xml")
+REPORTS = ("partial/status.md", "partial/report.html", "results.json", "junit.xml")
+"""What a run of test_reachable.py + a planted test writes: a partial run (llmval.scope) keeps its status under
+partial/; results.json and junit.xml are every run's."""
 
 
 def _command(folder: Path, reports: Path) -> list[str]:
@@ -73,10 +75,10 @@ def _clean(out: str) -> None:
 
 def test_reports_planted_as_links_are_replaced_and_their_targets_untouched(tmp_path):
     reports = tmp_path / "reports"
-    reports.mkdir()
+    (reports / "partial").mkdir(parents=True)
     victims = {}
     for name in REPORTS:
-        victim = tmp_path / f"victim-{name}"
+        victim = tmp_path / f"victim-{name.replace('/', '-')}"
         victim.write_text(f"precious {name}\n")
         (reports / name).symlink_to(victim)
         victims[name] = victim
@@ -125,7 +127,7 @@ def test_a_disk_that_fills_leaves_no_half_written_report_and_no_stale_green(tmp_
         pytest.skip("no private mount namespace here (unshare -m needs root or CAP_SYS_ADMIN)")
     seed = tmp_path / "seed"
     first = _run(tmp_path, seed)  # a previous GREEN run's reports
-    assert first.returncode == 0 and "GREEN" in (seed / "status.md").read_text(), first.stdout[-3000:]
+    assert first.returncode == 0 and "GREEN" in (seed / "partial" / "status.md").read_text(), first.stdout[-3000:]
     (tmp_path / "ran").unlink()
     reports = tmp_path / "reports"
     reports.mkdir()
@@ -147,8 +149,8 @@ def test_a_disk_that_fills_leaves_no_half_written_report_and_no_stale_green(tmp_
     assert "llmval: no reports written" in out and "No space left on device" in out, out[-3000:]
     files = dict(line.rsplit(" ", 1) for line in listing.read_text().splitlines())
     assert not [name for name in files if name.endswith(".tmp")], files  # no temporary file left
-    for name in ("status.md", "results.json", "report.html", "junit.xml"):  # no stale GREEN, nothing half-written
+    for name in REPORTS:  # no stale GREEN, nothing half-written
         assert name not in files, files
-    history = [name for name in files if name.startswith("history/")]
-    seeded = [f"history/{p.name}" for p in (seed / "history").iterdir()]
+    history = [name for name in files if name.startswith("partial/history/")]
+    seeded = [f"partial/history/{p.name}" for p in (seed / "partial" / "history").iterdir()]
     assert sorted(history) == sorted(seeded), (history, seeded)  # the old history stays, no new partial one

@@ -40,7 +40,7 @@ def test_a_key_echoed_in_a_401_body_reaches_no_file_and_no_terminal_line(tmp_pat
     _no_traceback(run)
     assert any(f"Bearer {KEY}" == h.get("Authorization") for _, _, h in server.seen)  # the key was sent
     assert "HTTP 401" in run.files["reports/results.json"], run.terminal[-3000:]
-    assert {"reports/status.md", "reports/report.html", "reports/junit.xml"} <= set(run.files)
+    assert {"reports/partial/status.md", "reports/partial/report.html", "reports/junit.xml"} <= set(run.files)
     assert not leaks(run.everything(), KEY)
 
 

@@ -59,7 +59,7 @@ def test_declared_blocker_that_still_fails_is_xfail(pytester):
     assert tests["test_p2p_still_blocked"]["blockers"][0] | {"observed": ""} == {
         "id": "gpu-p2p", "check": "selftest.nccl.p2p", "target": "gpu-node-01", "state": "holds", "observed": ""}
     assert tests["test_p2p_on_a_host_the_blocker_does_not_name"]["outcome"] == "failed"
-    status = (pytester.path / "reports" / "status.md").read_text()
+    status = (pytester.path / "reports" / "partial" / "status.md").read_text()  # a partial run
     assert "⛔ **gpu-p2p**" in status and "still holds: `selftest.nccl.p2p` on gpu-node-01" in status
 
 
@@ -73,7 +73,7 @@ def test_declared_blocker_that_passes_turns_the_run_red(pytester):
     ])
     test = _results(pytester)["test_p2p_now_works"]
     assert test["outcome"] == "failed" and test["blockers"][0]["state"] == "lifted"
-    status = (pytester.path / "reports" / "status.md").read_text()
+    status = (pytester.path / "reports" / "partial" / "status.md").read_text()  # a partial run
     assert "Verdict: **RED**" in status
     assert "🔓 **gpu-p2p**" in status and "LIFTED: `selftest.nccl.p2p` on gpu-node-02 now passes" in status
     assert "🔓 Revisit decision **p2p-disabled**" in status
@@ -157,7 +157,7 @@ def test_two_runs_on_the_engine_diff_a_renamed_model_and_a_raised_gate(pytester,
     edited.write_text(text)
     second = run_model_checks(pytester, edited)
     assert second.ret == pytest.ExitCode.TESTS_FAILED
-    status = (pytester.path / "reports" / "status.md").read_text()
+    status = (pytester.path / "reports" / "partial" / "status.md").read_text()  # a partial run
     assert "endpoints[local-vllm].model: smollm2 → smollm2-renamed (served model renamed)" in status
     assert re.search(r"perf\[local-vllm\]\.decode_tok_s_c1_min: [0-9.]+ → 100000(\.0)? \(gate raised\)", status)
     assert "passed → failed (broke)" in status

@@ -95,7 +95,7 @@ def test_wrong_model_replay_puts_serving_model_id_first_and_junit_carries_the_ve
     result.stdout.fnmatch_lines(["FAILED *test_served_model_matches_inventory* - serving.model.id "
                                  "[[]local-vllm-8343[]] observed [[]'glm-4.7-flash'[]] (expected [[]'smollm2'[]])"])
     reports = pytester.path / "reports"
-    failing = (reports / "status.md").read_text().split("### Failing")[1].split("### Blocked")[0]
+    failing = (reports / "partial" / "status.md").read_text().split("### Failing")[1].split("### Blocked")[0]
     items = [line for line in failing.splitlines() if line.startswith("- ")]
     assert items[0].startswith("- ❌ `serving.model.id` on local-vllm-8343"), failing
     assert "3 checks could not run because `serving.model.id` failed:" in failing
@@ -157,7 +157,7 @@ def test_could_not_check_is_an_error_with_its_own_exit_code(pytester):
 def test_nothing_checked_is_not_green_and_exits_5(pytester):
     result = run_with(pytester, ALL_SKIPPED, INVENTORIES / "report-blockers.toml", "-k", "nothing_here")
     assert result.ret == ExitCode.NOTHING_CHECKED
-    assert "Verdict: **RED**" in (pytester.path / "reports" / "status.md").read_text()
+    assert "Verdict: **RED**" in (pytester.path / "reports" / "partial" / "status.md").read_text()  # -k: partial
 
 
 def test_needs_typo_is_a_collection_error_not_a_skip(pytester):

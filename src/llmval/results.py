@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import LlmvalError
+from .scope import RunScope, scope_of_document
 from .verdict import Cause, Measured, Verdict
 
 RESULTS_FILE = "results.json"
@@ -78,6 +79,10 @@ class RunResults(BaseModel):
     duration_s: float = 0.0
     mode: str = ""
     markexpr: str = ""
+    scope: str = ""
+    """nightly (the whole contract), smoke, or partial (llmval.scope); empty in documents written before."""
+    selection: str = ""
+    """For a partial run: what narrowed it (`-k kv_cache`, `--lf`, a node id)."""
     exitstatus: int = 1
     counts: dict[str, int] = Field(default_factory=dict)
     """Tests per outcome: `failed` is a broken contract, `error` could not check."""
@@ -126,7 +131,8 @@ def parse_results(document: dict | RunResults) -> RunResults:
 
 def results_document(*, inventory_path: str, deployment: str, started: dt.datetime, duration_s: float,
                      mode: str, markexpr: str, exitstatus: int, results: list[TestResult],
-                     inventory_snapshot: dict | None = None, not_judged: list[str] | None = None) -> dict:
+                     inventory_snapshot: dict | None = None, not_judged: list[str] | None = None,
+                     scope: str = "", selection: str = "") -> dict:
     """The results JSON document as a dict (what write_results writes)."""
     counts: dict[str, int] = {}
     causes: dict[str, int] = {}
@@ -143,6 +149,8 @@ def results_document(*, inventory_path: str, deployment: str, started: dt.dateti
         "duration_s": duration_s,
         "mode": mode,
         "markexpr": markexpr,
+        **({"scope": scope} if scope else {}),
+        **({"selection": selection} if selection else {}),
         "exitstatus": exitstatus,
         "counts": counts,
         "causes": causes,
@@ -204,11 +212,19 @@ def history_files(reports_dir: Path, deployment: str) -> list[Path]:
     return sorted(files, key=lambda p: (p.name.split("-")[1], p.stat().st_mtime_ns, p.name))
 
 
-def previous_results(reports_dir: Path, deployment: str) -> tuple[Path, dict] | None:
-    """The latest readable past results of `deployment` (call before writing this run's), or None."""
-    for path in reversed(history_files(reports_dir, deployment)):
+PREVIOUS_SCAN = 200
+"""How many history files, newest first, are read to find the previous run of a scope (hourly smoke runs
+between nightly ones)."""
+
+
+def previous_results(reports_dir: Path, deployment: str, scope: RunScope | None = None) -> tuple[Path, dict] | None:
+    """The latest readable past results of `deployment` (call before writing this run's), or None; with
+    `scope`, the latest of that scope (a partial one: of the same selection)."""
+    for path in list(reversed(history_files(reports_dir, deployment)))[:PREVIOUS_SCAN]:
         try:
-            return path, load_results(path)
+            document = load_results(path)
         except LlmvalError:
             continue
+        if scope is None or scope_of_document(document) == scope:
+            return path, document
     return None

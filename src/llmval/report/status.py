@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 from ..exitcodes import ExitCode
 from ..inventory import Inventory
 from ..results import BlockerRecord, RunResults, TestResult, parse_results
+from ..scope import scope_of_document
 from ..verdict import Cause, Verdict
 from .blockers import HOLDS, LIFTED
 from .diff import Change, diff_runs
@@ -116,9 +117,10 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
-def _header(results: RunResults, warnings: list[str]) -> tuple[str, list[str]]:
+def _header(results: RunResults, warnings: list[str], notes: list[str]) -> tuple[str, list[str]]:
     verdict = "GREEN" if results.exitstatus == 0 else "RED"
-    scope = f"-m {results.markexpr}" if results.markexpr else "all checks"
+    run_scope = scope_of_document(results.model_dump(include={"scope", "selection", "markexpr"}))
+    scope = esc(run_scope.describe())
     tally = ", ".join(f"{n} {OUTCOME_WORDS.get(k, k)}" for k, n in sorted(results.counts.items())) or "no tests ran"
     exit_word = ""
     if results.exitstatus != 0:
@@ -129,8 +131,12 @@ def _header(results: RunResults, warnings: list[str]) -> tuple[str, list[str]]:
     summary = [
         f"Run {results.started or '?'} · {scope} · mode {results.mode or '?'} · "
         f"{results.duration_s:.1f} s · inventory {md_code(results.inventory or '?')}",
-        f"Verdict: **{verdict}** ({tally})" + (f" — {exit_word}." if exit_word else "."),
+        f"Verdict: **{verdict}** ({f'{scope}; ' if run_scope.is_partial else ''}{tally})"
+        + (f" — {exit_word}" if exit_word else "")
+        + (" — a part of the contract, not the deployment's status (that is `../status.md`)."
+           if run_scope.is_partial else "."),
     ]
+    summary += [esc(n) for n in notes]
     summary += [f"**Warning:** {esc(w)}" for w in warnings]
     summary.append("Facts below come from this run's evidence; items marked *declared* come from the inventory only.")
     return verdict, summary
@@ -578,12 +584,13 @@ def order_plots(names: list[str]) -> list[str]:
 
 def build_status(results: RunResults | dict, inventory: Inventory, *, previous: RunResults | dict | None = None,
                  previous_name: str | None = None, plots: list[str] = (),
-                 warnings: list[str] = ()) -> StatusDocument:
-    """The status document of one run; `previous` is the last results of the same deployment; `warnings`
-    (e.g. a key sent over plain http) are shown under the verdict."""
+                 warnings: list[str] = (), notes: list[str] = ()) -> StatusDocument:
+    """The status document of one run; `previous` is the last results of the same deployment and scope;
+    `notes` (the last run of the other declared scope) and `warnings` (e.g. a key sent over plain http) are shown
+    under the verdict."""
     results = parse_results(results)
     deployment = inventory.deployment
-    verdict, summary = _header(results, list(warnings))
+    verdict, summary = _header(results, list(warnings), list(notes))
     roots = root_causes(results)
     decisions, decision_steps = _decisions(results, inventory)
     progress = [_done(results), _failing(roots), _blocked(results, inventory)]

@@ -1,0 +1,122 @@
+"""A partial run is not the deployment's status (issue 20.6): `-k`, `--lf`, a node id, a narrower `-m` say
+"partial: ..." in their verdict line and write their status under reports/partial/, never over status.md or
+into its history; `-m smoke` is a declared scope and keeps writing status.md, which names the last run of the
+other scope."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+
+import pytest
+
+from llmval.inventory import load_inventory
+from llmval.report import build_status, render_markdown
+from llmval.results import previous_results, results_document, write_document
+from llmval.scope import RunScope, Selection, scope_of, scope_of_document
+from selftest.strategies import ROOT
+
+pytest_plugins = ["pytester"]
+
+KPRO6 = ROOT / "inventories" / "kpro6.toml"
+REPLAYS = ROOT / "selftest" / "data" / "replays"
+KPRO6_RUN = ("--inventory", str(KPRO6), "--replay", str(REPLAYS / "hosts" / "SYNTHESIZED-kpro6-healthy"),
+             "--replay", str(REPLAYS / "SYNTHESIZED-kpro6-sglang-healthy"), "-p", "no:xdist")
+
+
+@pytest.mark.parametrize(("selection", "expected"), [
+    (Selection(), RunScope("nightly")),
+    (Selection(markexpr="nightly"), RunScope("nightly")),
+    (Selection(markexpr="smoke"), RunScope("smoke")),
+    (Selection(keyword="kv_cache"), RunScope("partial", "-k kv_cache")),
+    (Selection(markexpr="smoke", keyword="kv_cache"), RunScope("partial", "-k kv_cache")),
+    (Selection(markexpr="smoke and serving"), RunScope("partial", "-m 'smoke and serving'")),
+    (Selection(markexpr="hosts"), RunScope("partial", "-m hosts")),
+    (Selection(last_failed=True), RunScope("partial", "--lf")),
+    (Selection(stepwise=True), RunScope("partial", "--sw")),
+    (Selection(deselect=("hosts/test_gpus.py::test_x",)), RunScope("partial", "--deselect hosts/test_gpus.py::test_x")),
+    (Selection(ignore=("tests/perf",)), RunScope("partial", "--ignore tests/perf")),
+    (Selection(paths=("tests/hosts/test_gpus.py::test_gpu_count_matches_inventory[kpro6-ct129]",)),
+     RunScope("partial", "tests/hosts/test_gpus.py::test_gpu_count_matches_inventory[kpro6-ct129]")),
+], ids=["all", "nightly", "smoke", "k", "smoke-k", "smoke-and-serving", "hosts", "lf", "sw", "deselect", "ignore",
+        "node-id"])
+def test_only_the_declared_scopes_are_not_partial(selection, expected):
+    assert scope_of(selection) == expected
+
+
+def test_documents_written_before_scopes_are_judged_by_their_markexpr():
+    assert scope_of_document({"markexpr": "smoke"}) == RunScope("smoke")
+    assert scope_of_document({"markexpr": ""}) == RunScope("nightly")
+    assert scope_of_document({"markexpr": "smoke and serving"}).is_partial
+    assert scope_of_document({"markexpr": "", "scope": "partial", "selection": "--lf"}) == RunScope("partial", "--lf")
+
+
+def _document(started: dt.datetime, scope: RunScope, exitstatus: int = 0) -> dict:
+    markexpr = "smoke" if scope.name == "smoke" else ""
+    return results_document(inventory_path="kpro6.toml", deployment="kpro6", started=started, duration_s=1.0,
+                            mode="replay", markexpr=markexpr, exitstatus=exitstatus, results=[],
+                            scope=scope.name, selection=scope.selection)
+
+
+def test_the_previous_run_is_the_last_one_of_the_same_scope(tmp_path):
+    t0 = dt.datetime(2026, 12, 1, 2, 0, tzinfo=dt.UTC)
+    write_document(tmp_path, _document(t0, RunScope("nightly"), exitstatus=1), t0)
+    for hour in (1, 2, 3):
+        started = t0 + dt.timedelta(hours=hour)
+        write_document(tmp_path, _document(started, RunScope("smoke")), started)
+    nightly = previous_results(tmp_path, "kpro6", RunScope("nightly"))
+    smoke = previous_results(tmp_path, "kpro6", RunScope("smoke"))
+    assert nightly is not None and nightly[1]["started"] == "2026-12-01T02:00:00+00:00"
+    assert smoke is not None and smoke[1]["started"] == "2026-12-01T05:00:00+00:00"
+    assert previous_results(tmp_path, "kpro6", RunScope("partial", "-k x")) is None
+
+
+def test_a_partial_verdict_line_says_partial_and_points_at_the_status():
+    inventory = load_inventory(KPRO6)
+    started = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    partial = render_markdown(build_status(_document(started, RunScope("partial", "-k kv_cache")), inventory))
+    assert ("Verdict: **GREEN** (partial: -k kv_cache; no tests ran) — a part of the contract, not the "
+            "deployment's status (that is `../status.md`).") in partial
+    smoke = render_markdown(build_status(_document(started, RunScope("smoke")), inventory,
+                                         notes=["Last full (nightly) run: RED at 2026-12-01T02:00:00+00:00."]))
+    assert "Verdict: **GREEN** (no tests ran)." in smoke and "partial" not in smoke
+    assert "Last full (nightly) run: RED at 2026-12-01T02:00:00+00:00." in smoke
+
+
+def _run(pytester, *args: str) -> pytest.RunResult:
+    """The contract from the repo root with only `args` selecting (run_contract always adds all of tests/)."""
+    pytester.chdir()
+    return pytester.run(sys.executable, "-m", "pytest", "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
+                        "--reports", str(pytester.path / "reports"), *args, *KPRO6_RUN, timeout=300)
+
+
+def _status(pytester) -> tuple[str, list[str], dict]:
+    reports = pytester.path / "reports"
+    return ((reports / "status.md").read_text(), sorted(p.name for p in (reports / "history").iterdir()),
+            json.loads((reports / "results.json").read_text()))
+
+
+def test_a_partial_run_keeps_the_smoke_status_and_history_and_writes_its_own(pytester):
+    smoke = _run(pytester, str(ROOT / "tests"), "-m", "smoke")
+    assert smoke.ret == 0, smoke.stdout.str()[-3000:]
+    status, history, document = _status(pytester)
+    assert "Verdict: **GREEN**" in status and document["scope"] == "smoke"
+
+    kv_cache = ROOT / "tests" / "serving" / "test_kv_cache.py"
+    for selection in ((str(ROOT / "tests"), "-m", "smoke", "-k", "kv_cache"), (str(kv_cache),),
+                      (str(ROOT / "tests"), "-m", "smoke", "--deselect", f"{ROOT / 'tests' / 'hosts'}")):
+        partial = _run(pytester, *selection)
+        output = partial.stdout.str()
+        assert partial.ret == 0, output[-3000:]
+        assert "llmval status (GREEN, partial: " in output
+        assert _status(pytester)[:2] == (status, history)  # the deployment's status and history untouched
+        assert _status(pytester)[2]["scope"] == "partial"  # results.json is this run's, marked partial
+        own = (pytester.path / "reports" / "partial" / "status.md").read_text()
+        assert "Verdict: **GREEN** (partial: " in own and "not the deployment's status" in own
+
+    assert len(list((pytester.path / "reports" / "partial" / "history").iterdir())) == 3
+    again = _run(pytester, str(ROOT / "tests"), "-m", "smoke")
+    status_again, history_again, _ = _status(pytester)
+    assert again.ret == 0 and len(history_again) == 2
+    assert f"_against history/{history[0]}_" in status_again  # compared with the last smoke run, not a partial
