@@ -114,12 +114,12 @@ def test_hostile_model_ids_and_version_end_in_reports_that_parse_and_show_them_a
     with HostileServer({"/version": answer({"version": VERSION}), "/v1/models": answer(models)}) as server:
         run = run_contract(server, tmp_path, endpoint={"request_timeout_s": 10})
     assert "Traceback" not in run.terminal and "IndexError" not in run.terminal, run.terminal[-3000:]
-    status = run.files["reports/status.md"]
+    status = run.files["reports/partial/status.md"]
     results = json.loads(run.files["reports/results.json"])
     assert ("GREEN" in status.splitlines()[2]) == (results["exitstatus"] == 0), status[:600]
     assert run.rc == results["exitstatus"] != 0, run.terminal[-3000:]  # two model ids more than declared
     ET.fromstring(run.files["reports/junit.xml"])  # CI can read it
-    assert not _live(MarkdownIt("commonmark").render(status)) and not _live(run.files["reports/report.html"])
+    assert not _live(MarkdownIt("commonmark").render(status)) and not _live(run.files["reports/partial/report.html"])
     assert "track.png" in status and "javascript:alert(1)" in status  # shown, as text
     assert not [c for c in CONTROL if c in run.terminal], [line for line in run.terminal.splitlines()
                                                             if any(c in line for c in CONTROL)]
