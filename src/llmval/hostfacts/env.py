@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import CommandFailed, ParseError, ReplayMiss
+from ..errors import CommandFailed, ReplayMiss
 from ..inventory import Source
 from ..parsers.env import parse_environ
+from ..parsers.procs import split_ps_rows
 from ._command import NUMBER, PATTERN, Command
 from ._fact import Reader, fact
 
@@ -46,15 +47,7 @@ class Environment:
 
 def parse_process_matches(text: str) -> list[ProcessInfo]:
     """`ps -o pid=,ppid=,etimes=,comm=` rows (the name may hold spaces)."""
-    out = []
-    for line in text.splitlines():
-        cells = line.split(None, 3)
-        if not cells:
-            continue
-        if len(cells) < 3 or not all(c.isdigit() for c in cells[:3]):
-            raise ParseError("ps -o pid=,ppid=,etimes=,comm=", "expected `pid ppid seconds name`", line)
-        out.append(ProcessInfo(int(cells[0]), int(cells[1]), int(cells[2]), cells[3] if len(cells) > 3 else "?"))
-    return out
+    return [ProcessInfo(*row) for row in split_ps_rows(text, "comm", label="name", missing="?")]
 
 
 WRAPPERS = frozenset({

@@ -82,18 +82,24 @@ class ProcessRow:
         return self.args.split(" ", 1)[0]
 
 
-def parse_ps_rows(text: str) -> list[ProcessRow]:
-    """`ps -ww -o pid=,ppid=,etimes=,args= -p ...` rows (args may hold spaces; a process without a command line,
-    a kernel thread, has none)."""
+def split_ps_rows(text: str, column: str, *, label: str, missing: str) -> list[tuple[int, int, int, str]]:
+    """`ps -o pid=,ppid=,etimes=,<column>=` rows as (pid, ppid, seconds, that column); the last column may hold
+    spaces, and `missing` stands in where a row has none (`label` names it in the parse error)."""
     rows = []
     for line in text.splitlines():
         cells = line.split(None, 3)
         if not cells:
             continue
         if len(cells) < 3 or not all(c.isdigit() for c in cells[:3]):
-            raise ParseError("ps -o pid=,ppid=,etimes=,args=", "expected `pid ppid seconds args`", line)
-        rows.append(ProcessRow(int(cells[0]), int(cells[1]), int(cells[2]), cells[3] if len(cells) > 3 else ""))
+            raise ParseError(f"ps -o pid=,ppid=,etimes=,{column}=", f"expected `pid ppid seconds {label}`", line)
+        rows.append((int(cells[0]), int(cells[1]), int(cells[2]), cells[3] if len(cells) > 3 else missing))
     return rows
+
+
+def parse_ps_rows(text: str) -> list[ProcessRow]:
+    """`ps -ww -o pid=,ppid=,etimes=,args= -p ...` rows (args may hold spaces; a process without a command line,
+    a kernel thread, has none)."""
+    return [ProcessRow(*row) for row in split_ps_rows(text, "args", label="args", missing="")]
 
 
 @dataclass(frozen=True)
