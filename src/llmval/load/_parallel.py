@@ -122,7 +122,7 @@ def run_load_parallel(base_url: str, workload: Workload, *, workers: int, prompt
                       offsets: list[float] | None = None) -> tuple[LoadRun, ClientCpu]:
     """`workload` against `base_url` from `workers` processes (1: in this process); no engine counters (a
     client-side measurement). `offsets` (s from the start, one per measured request): an open-loop run."""
-    workers = max(1, min(int(workers), int(workload.concurrency)))  # a rate point's float cap split no streams
+    workers = max(1, min(workers, workload.concurrency))
     total = workload.warmup_requests + workload.num_requests
     if len(prompts) < total:
         raise ValueError(f"{len(prompts)} prompts for {total} requests (warmup + measured)")
