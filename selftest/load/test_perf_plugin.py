@@ -61,6 +61,33 @@ def test_perf_plugin_wires_the_session_to_a_stub_server(pytester):
     assert report["identity"]["engine"] == "vllm" and report["foreign_tokens"] == 0
 
 
+def test_engine_metrics_of_every_perf_run_reach_results_json(pytester):
+    """The stub's vLLM-named /metrics, sampled through both runs: measured values in results.json, samples in the
+    run's JSON, the preemption gate judged on them."""
+    data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
+    endpoint = next(e for e in data["endpoints"] if e["name"] == "local-vllm")
+    gate = data["perf"][0]
+    gate.update(c1_requests=3, warmup_requests=1, output_len=8, input_len=16, throughput_concurrency=2,
+                requests_per_concurrency=1, metrics_interval_s=0.05, preemptions_max=0)
+    for key in ("output_tok_s_min", "ttft_p99_ms_max", "decode_tok_s_c1_min"):
+        gate.pop(key, None)
+    with stub_perf_server(endpoint["model"]) as base_url:
+        endpoint["base_url"] = base_url
+        inventory = pytester.path / "stub.toml"
+        inventory.write_text(tomli_w.dumps(data))
+        result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "engine_",
+                          "--perf-baseline-dir", str(pytester.path / "baselines"),
+                          "--perf-lock", str(pytester.path / "perf.lock"))
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    results = json.loads((pytester.path / "reports" / "results.json").read_text())
+    measured = {m["name"]: m["value"] for t in results["tests"] for m in t["measured"]}
+    assert measured["engine_kv_cache_usage_max_c1"] == 0.25 and measured["engine_preemptions_c2"] == 0
+    checks = {v["check"]: v["cause"] for t in results["tests"] for v in t["verdicts"]}
+    assert checks == {"perf.engine.sampled": "held", "perf.engine.preemptions": "held"}
+    run = json.loads((pytester.path / "reports" / "perf" / "local-vllm-c2.json").read_text())
+    assert run["engine_samples"]["summary"]["samples"] >= 2 and run["engine_samples"]["failed_scrapes"] == 0
+
+
 @pytest.mark.engine
 def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(pytester, live_engine):
     data = tomllib.loads(live_engine.read_text())

@@ -37,7 +37,11 @@ class FakeServer:
             self.generated += self.foreign_tokens  # someone else's traffic between two scrapes
             return httpx.Response(200, text=f'vllm:generation_tokens_total{{engine="0"}} {self.generated}\n'
                                             'vllm:num_requests_running{engine="0"} 0\n'
-                                            'vllm:num_requests_waiting{engine="0"} 0\n')
+                                            'vllm:num_requests_waiting{engine="0"} 0\n'
+                                            'vllm:kv_cache_usage_perc{engine="0"} 0.25\n'
+                                            'vllm:num_preemptions_total{engine="0"} 0\n'
+                                            'vllm:prefix_cache_queries_total{engine="0"} 0\n'
+                                            'vllm:prefix_cache_hits_total{engine="0"} 0\n')
         body = json.loads(request.content)
         if path == "/tokenize":
             ids = self._ids(body["prompt"])

@@ -17,6 +17,7 @@ import httpx
 from ..inventory import EndpointSpec
 from .base import (
     Acceptance,
+    CacheHits,
     EndpointState,
     EngineAdapter,
     Fact,
@@ -24,6 +25,7 @@ from .base import (
     LoadCounters,
     ModelNotServed,
     NotExposed,
+    SampledMetrics,
     StreamedChat,
 )
 from .logs import normalize_dtype, parse_sglang_log, parse_vllm_log
@@ -39,6 +41,7 @@ ADAPTERS: dict[str, type[EngineAdapter]] = {cls.kind: cls for cls in (SglangAdap
 __all__ = [
     "ADAPTERS",
     "Acceptance",
+    "CacheHits",
     "EndpointState",
     "EngineAdapter",
     "Fact",
@@ -47,6 +50,7 @@ __all__ = [
     "Metrics",
     "ModelNotServed",
     "NotExposed",
+    "SampledMetrics",
     "SglangAdapter",
     "StreamedChat",
     "VllmAdapter",

@@ -77,6 +77,58 @@ class LoadCounters:
 
 
 @dataclass(frozen=True)
+class SampledMetrics:
+    """The `/metrics` names sampled through every perf window (None: the engine exposes no such metric).
+
+    Gauges are read as they are at each sample; counters are read as their growth since the window opened."""
+
+    waiting: str | None = None
+    """Gauge: requests queued, not yet scheduled."""
+    running: str | None = None
+    """Gauge: requests being scheduled (prefill or decode)."""
+    kv_cache_usage: str | None = None
+    """Gauge: the share of KV-cache blocks (or token slots) in use, 0..1."""
+    preemptions: str | None = None
+    """Counter: requests preempted (their KV freed, recomputed later)."""
+    retracted: str | None = None
+    """Gauge: requests retracted by the scheduler (SGLang's preemption), at the latest decode step."""
+    prefix_cache_queries: str | None = None
+    """Counter: prompt tokens looked up in the prefix cache."""
+    prefix_cache_hits: str | None = None
+    """Counter: prompt tokens found in the prefix cache."""
+    prefix_cache_hit_rate: str | None = None
+    """Gauge: the engine's own hit rate (SGLang: of its latest prefill batches)."""
+    spec_accept_length: str | None = None
+    """Gauge: speculative acceptance length as the engine reports it now (vLLM's is computed from counters:
+    `acceptance`)."""
+
+    def gauges(self) -> dict[str, str]:
+        """key -> metric name of every gauge the engine names."""
+        return {k: v for k in GAUGE_KEYS if (v := getattr(self, k)) is not None}
+
+    def counters(self) -> dict[str, str]:
+        """key -> metric name of every counter the engine names."""
+        return {k: v for k in COUNTER_KEYS if (v := getattr(self, k)) is not None}
+
+
+GAUGE_KEYS = ("waiting", "running", "kv_cache_usage", "retracted", "prefix_cache_hit_rate", "spec_accept_length")
+COUNTER_KEYS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits")
+
+
+@dataclass(frozen=True)
+class CacheHits:
+    """Prefix-cache hits over the traffic between two `/metrics` scrapes (one computation per engine)."""
+
+    rate: float | None
+    """Hit tokens / queried tokens over the window; None when nothing was queried or it is not countable."""
+    queried_tokens: float | None
+    hit_tokens: float | None
+    source: str
+    missing: str = ""
+    """Non-empty when the engine exposes no prefix-cache counters: what is missing and how to expose it."""
+
+
+@dataclass(frozen=True)
 class Acceptance:
     """Speculative acceptance over the traffic between two `/metrics` scrapes (one computation per engine,
     used by the serving check and by every perf window)."""
@@ -131,6 +183,8 @@ class EngineAdapter:
     has_health: ClassVar[bool] = False
     """Whether GET /health exists (a plain OpenAI-compatible server may answer 404 and still be up)."""
     load_counters: ClassVar[LoadCounters] = LoadCounters()
+    sampled_metrics: ClassVar[SampledMetrics] = SampledMetrics()
+    """The `/metrics` names sampled through every perf window (queue, KV usage, preemptions, prefix cache)."""
     tokenize_form: ClassVar[str | None] = None
     """How `POST /tokenize` counts a chat prompt: "chat" (takes `messages`, applies the chat template),
     "prompt" (takes a prompt only; the template's overhead is measured separately) or None (no /tokenize)."""
@@ -373,6 +427,12 @@ class EngineAdapter:
         """Speculative acceptance between two scrapes (the one computation; engines override it)."""
         return Acceptance(None, None, "/metrics", missing=f"engine {cls.kind!r} exposes no speculative "
                                                           "acceptance counters")
+
+    @classmethod
+    def prefix_cache_hits(cls, before: Metrics, after: Metrics) -> CacheHits:
+        """Prefix-cache hits between two scrapes (the one computation; engines override it)."""
+        return CacheHits(None, None, None, "/metrics", missing=f"engine {cls.kind!r} exposes no prefix-cache "
+                                                               "counters")
 
     def accept_length(self, before: Metrics, after: Metrics) -> Fact:
         """`acceptance` as a Fact (length rounded to 3 places); NotExposed when the counters are absent."""

@@ -12,7 +12,7 @@ import functools
 
 from ..contract import excerpt
 from ..errors import EndpointError
-from .base import Acceptance, EngineAdapter, Fact, KvEvidence, NotExposed
+from .base import Acceptance, CacheHits, EngineAdapter, Fact, KvEvidence, NotExposed, SampledMetrics
 from .logs import SglangLogFacts, is_quantized_kv, normalize_dtype, parse_sglang_log
 from .metrics import Metrics, delta
 
@@ -20,6 +20,15 @@ from .metrics import Metrics, delta
 SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"
 GENERATION_TOKENS = "sglang:generation_tokens"
 SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"
+# Sampled through every perf window (scheduler gauges and tokenizer counters, ../shared/reference/engine.md §1.7:
+# 0.5.9 metrics/collector.py, 0.5.10 observability/metrics_collector.py; not yet checked against a real scrape).
+QUEUE_REQS = "sglang:num_queue_reqs"
+RUNNING_REQS = "sglang:num_running_reqs"
+TOKEN_USAGE = "sglang:token_usage"
+RETRACTED_REQS = "sglang:num_retracted_reqs"
+CACHE_HIT_RATE = "sglang:cache_hit_rate"
+PROMPT_TOKENS = "sglang:prompt_tokens"
+CACHED_TOKENS = "sglang:cached_tokens"
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
 # /server_info keys that make two SGLang deployments comparable in perf (the perf server identity).
 IDENTITY_INFO_KEYS = ("model_path", "tp_size", "dp_size", "ep_size", "kv_cache_dtype", "speculative_algorithm",
@@ -53,6 +62,10 @@ class SglangAdapter(EngineAdapter):
     thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
     honours_ignore_eos = True
     identity_info_paths = SERVER_INFO_PATHS
+    sampled_metrics = SampledMetrics(waiting=QUEUE_REQS, running=RUNNING_REQS, kv_cache_usage=TOKEN_USAGE,
+                                     retracted=RETRACTED_REQS, prefix_cache_queries=PROMPT_TOKENS,
+                                     prefix_cache_hits=CACHED_TOKENS, prefix_cache_hit_rate=CACHE_HIT_RATE,
+                                     spec_accept_length=SPEC_ACCEPT_LENGTH)
 
     @classmethod
     def detect(cls, adapter: EngineAdapter, owners: list[str]) -> Fact | None:
@@ -223,6 +236,18 @@ class SglangAdapter(EngineAdapter):
             return Acceptance(None, None, f"/metrics {SPEC_ACCEPT_LENGTH}", "no tokens generated between the scrapes")
         return Acceptance(gauge, None, f"/metrics {SPEC_ACCEPT_LENGTH} (last 40-step window, after this run's "
                           f"{tokens:g} generated tokens)", f"{SPEC_ACCEPT_LENGTH} {gauge:g}")
+
+    @classmethod
+    def prefix_cache_hits(cls, before: Metrics, after: Metrics) -> CacheHits:
+        """Δsglang:cached_tokens / Δsglang:prompt_tokens over the window (tokenizer counters); without them the
+        `sglang:cache_hit_rate` gauge covers only the latest prefill batches, so it is sampled, not used here."""
+        prompt, cached = delta(before, after, PROMPT_TOKENS), delta(before, after, CACHED_TOKENS)
+        if prompt is None or cached is None:
+            return CacheHits(None, None, None, "/metrics", missing=f"/metrics has no {PROMPT_TOKENS}/{CACHED_TOKENS} "
+                             "(SGLang needs --enable-metrics); its sampled "
+                             f"{CACHE_HIT_RATE} gauge is in the run's engine samples")
+        return CacheHits(cached / prompt if prompt > 0 else None, prompt, cached,
+                         f"/metrics Δ{CACHED_TOKENS}/Δ{PROMPT_TOKENS} (tokens)")
 
 
 def _sglang_resolved(raw: str) -> str | None:

