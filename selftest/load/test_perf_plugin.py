@@ -52,7 +52,8 @@ def test_perf_plugin_wires_the_session_to_a_stub_server(pytester):
         inventory.write_text(tomli_w.dumps(data))
         result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "decode or acceptance",
                           "--perf-baseline-dir", str(pytester.path / "baselines"),
-                          "--perf-lock", str(pytester.path / "perf.lock"))
+                          "--perf-lock", str(pytester.path / "perf.lock"),
+                          "--perf-allow-busy-host")  # a stub's numbers mean nothing: judge them on a busy box too
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the stub is far below the raised gate
     result.stdout.fnmatch_lines(["*perf local-vllm: measuring C=1 (in16-out8-c1-n3-*)*",
                                  "*perf local-vllm: C=1 decode * tok/s*", "*perf.decode.tok_s_c1*"])
@@ -98,6 +99,7 @@ def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(p
     result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "decode_tok_s_c1",
                       "--perf-baseline-dir", str(pytester.path / "baselines"),
                       "--perf-lock", str(pytester.path / "held-by-parent.lock"),  # this session holds the real one
+                      "--perf-allow-busy-host",  # the gate is out of reach on any host: judge it on a busy one too
                       timeout=900)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*local-vllm*perf.decode.tok_s_c1*", "*expected: >= 100000 tok/s*",

@@ -34,6 +34,7 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    ├── Hung               (llmval.launch) no new log output for the no-progress window
      │    └── PortInUse          (llmval.launch) the endpoint's port was taken before launch
      ├── OtherLoad           (llmval.load) other clients loaded the server during every perf measurement attempt
+     ├── ClientHostBusy      (llmval.load) the client host was busy (other processes, steal) during every attempt
      ├── VllmBenchFailed     (llmval.bench) `vllm bench serve` did not run or wrote no result
      ├── BudgetError         (llmval.needle) a needle-in-a-haystack prompt cannot fit its token budget
      ├── CellNotMeasured     (llmval.needle) a grid cell was not measured (time budget spent, request failed)

@@ -13,7 +13,8 @@ def test_decode_tok_s_c1_meets_minimum(perf_gate, run_c1, expect):
            observed=f"{m.decode_tok_s:.2f} tok/s", ok=m.decode_tok_s >= perf_gate.decode_tok_s_c1_min,
            hint="1000 / median TPOT at C=1; check speculative settings, other load, engine flags",
            evidence=f"median TPOT {m.tpot_ms.median:.2f} ms over {m.completed} requests "
-                    f"({run_c1.run.workload.key()}); quoted: {perf_gate.quoted_tok_s or '-'} tok/s; {run_c1.report}")
+                    f"({run_c1.run.workload.key()}); quoted: {perf_gate.quoted_tok_s or '-'} tok/s; "
+                    f"{run_c1.host.describe()}; {run_c1.report}")
 
 
 def test_no_failed_requests_at_c1(perf_gate, run_c1, expect):

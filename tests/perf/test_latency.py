@@ -16,7 +16,7 @@ def test_ttft_p99_within_maximum(perf_gate, run_ttft, expect):
            observed=f"{p99:.1f} ms at C={c}", ok=p99 <= perf_gate.ttft_p99_ms_max,
            hint="prefill of input_len tokens plus queueing; chunked prefill, other load, CPU/GPU clocks",
            evidence=f"TTFT median {m.ttft_ms.median:.1f} ms over {m.completed} requests "
-                    f"({run_ttft.run.workload.key()}); {run_ttft.report}")
+                    f"({run_ttft.run.workload.key()}); {run_ttft.host.describe()}; {run_ttft.report}")
 
 
 def test_speculative_acceptance_within_declared_range(perf_gate, perf_runs, run_c1, expect):

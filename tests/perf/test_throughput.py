@@ -15,7 +15,7 @@ def test_output_throughput_meets_minimum(perf_gate, run_throughput, expect):
            ok=m.output_throughput >= perf_gate.output_tok_s_min,
            hint="Σ output tokens / run duration over k·C requests; check batching limits (max_num_seqs), other load",
            evidence=f"{m.total_output_tokens} tokens in {m.duration:.2f} s, peak {m.peak_in_flight} in flight "
-                    f"({run_throughput.run.workload.key()}); {run_throughput.report}")
+                    f"({run_throughput.run.workload.key()}); {run_throughput.host.describe()}; {run_throughput.report}")
 
 
 @pytest.mark.needs("throughput_concurrency")

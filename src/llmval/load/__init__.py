@@ -19,6 +19,7 @@ when other traffic was seen, reports, baseline comparison) that the pytest plugi
 
 from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
+from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._prompts import Prompt, build_prompt, build_prompts
 from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep, poisson_offsets
 from ._request import RequestRecord, completion_payload, stream_completion
@@ -30,9 +31,12 @@ __all__ = [
     "Baseline",
     "BaselineCheck",
     "BaselineStore",
+    "ClientHostBusy",
     "Distribution",
     "EngineCounters",
     "Goodput",
+    "HostLoadProbe",
+    "HostWindow",
     "LoadRun",
     "Measured",
     "OtherLoad",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ._request import RequestRecord
 
 if TYPE_CHECKING:
+    from ._hostload import HostWindow
     from ._runner import LoadRun
 
 
@@ -109,6 +110,8 @@ class RatePoint:
     rate: float
     run: LoadRun
     goodput: Goodput
+    host: HostWindow | None = None
+    """The client host's load over this rate's window."""
 
     def as_json(self) -> dict:
         m = self.run.metrics
@@ -117,7 +120,8 @@ class RatePoint:
                 "output_throughput": m.output_throughput, "median_ttft_ms": m.ttft_ms.median,
                 "p99_ttft_ms": m.ttft_ms.percentiles.get("p99"), "median_tpot_ms": m.tpot_ms.median,
                 "p99_tpot_ms": m.tpot_ms.percentiles.get("p99"), "failed": m.failed, "completed": m.completed,
-                "workload": self.run.workload.key()}
+                "workload": self.run.workload.key(),
+                "client_host": self.host.as_json() if self.host is not None else None}
 
 
 def plot_sweep(points: list[RatePoint], slo: Slo, path: Path, *, title: str) -> Path:

@@ -32,6 +32,7 @@ from ..http import api_key_headers, endpoint_async_client
 from ..inventory import EndpointSpec, Inventory, PerfSpec
 from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
 from ._engine import read_counters, server_identity, server_key
+from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._lock import engine_lock
 from ._plot import plot_run
 from ._rate import RatePoint, Slo, goodput, plot_sweep
@@ -51,6 +52,8 @@ class Measured:
     run: LoadRun
     identity: dict
     report: Path
+    host: HostWindow
+    """The client host's load over the measured window (`llmval.load._hostload`)."""
 
     @property
     def server_key(self) -> str:
@@ -114,7 +117,8 @@ class PerfSession:
     def __init__(self, inventory: Inventory, *, reports_dir: Path, lock_path: Path, baselines: BaselineStore,
                  save_baseline: bool = False, lock_timeout_s: float = LOCK_TIMEOUT_S,
                  progress: Callable[[str], None] = lambda line: None,
-                 connect: Callable[[EndpointSpec, int], httpx.AsyncClient] | None = None):
+                 connect: Callable[[EndpointSpec, int], httpx.AsyncClient] | None = None,
+                 host_probe: Callable[[EndpointSpec], HostLoadProbe] | None = None, judge_host_load: bool = True):
         self.inventory = inventory
         self.reports_dir = reports_dir
         self.lock_path = lock_path
@@ -127,6 +131,9 @@ class PerfSession:
         self.runs: dict[tuple[str, int], Measured] = {}
         self.failures: dict[tuple[str, int], LlmvalError] = {}
         self.sweeps: dict[tuple[str, int], list[RatePoint]] = {}
+        self._probe = host_probe or (lambda endpoint: HostLoadProbe.for_endpoint(str(endpoint.base_url)))
+        self.judge_host_load = judge_host_load
+        """False (--perf-allow-busy-host): a busy client host is recorded and said, but the run still counts."""
 
     def workload(self, spec: PerfSpec, endpoint: EndpointSpec, concurrency: int) -> Workload:
         return workload_for(spec, endpoint, concurrency)
@@ -167,8 +174,15 @@ class PerfSession:
                                    num_requests=spec.rate_requests, request_rate=rate,
                                    warmup_requests=spec.warmup_requests)
                 self.say(f"perf {spec.label}: sweep at {rate:g} req/s ({workload.key()}) under {self.lock_path}")
-                run, _ = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s))
-                point = RatePoint(rate=rate, run=run, goodput=goodput(run, slo))
+                for attempt in range(1, ATTEMPTS + 1):
+                    run, _, host = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s))
+                    if not self._is_busy(host):
+                        break
+                    self.say(f"perf {spec.label}: client host busy at {rate:g} req/s, attempt {attempt} "
+                             f"({host.busy_reason}); {'measuring again' if attempt < ATTEMPTS else 'giving up'}")
+                else:
+                    raise ClientHostBusy(f"[{endpoint.name}] the sweep at {rate:g} req/s", host, ATTEMPTS)
+                point = RatePoint(rate=rate, run=run, goodput=goodput(run, slo), host=host)
                 self.say(f"perf {spec.label}: {rate:g} req/s: goodput {point.goodput.share:.0%} ({slo.describe()}), "
                          f"output {run.metrics.output_throughput:.1f} tok/s, TTFT p99 "
                          f"{run.metrics.ttft_ms.percentiles['p99']:.0f} ms")
@@ -195,26 +209,43 @@ class PerfSession:
         self.say(f"perf {spec.label}: measuring C={concurrency} ({workload.key()}) under {self.lock_path}")
         with engine_lock(self.lock_path, self.lock_timeout_s):
             for attempt in range(1, ATTEMPTS + 1):
-                run, identity = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s))
-                if not run.foreign_tokens or run.foreign_tokens <= 0:
+                run, identity, host = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s))
+                foreign = bool(run.foreign_tokens and run.foreign_tokens > 0)
+                if not foreign and not self._is_busy(host):
                     break
-                self.say(f"perf {spec.label}: {run.foreign_tokens:.0f} tokens of other traffic during attempt "
-                         f"{attempt}; {'measuring again' if attempt < ATTEMPTS else 'giving up'}")
+                then = "measuring again" if attempt < ATTEMPTS else "giving up"
+                if foreign:
+                    self.say(f"perf {spec.label}: {run.foreign_tokens:.0f} tokens of other traffic during attempt "
+                             f"{attempt}; {then}")
+                else:
+                    self.say(f"perf {spec.label}: client host busy during attempt {attempt} ({host.busy_reason}); "
+                             f"{then}")
             else:
-                raise OtherLoad(
-                    f"[{endpoint.name}] the engine generated {run.foreign_tokens:.0f} tokens for other clients "
-                    f"during each of {ATTEMPTS} measurements at C={concurrency}; perf needs the server to itself "
-                    f"(stop other load, or run perf when the server is otherwise idle)")
-        report = self._write(spec, run, identity)
+                if foreign:
+                    raise OtherLoad(
+                        f"[{endpoint.name}] the engine generated {run.foreign_tokens:.0f} tokens for other clients "
+                        f"during each of {ATTEMPTS} measurements at C={concurrency}; perf needs the server to itself "
+                        f"(stop other load, or run perf when the server is otherwise idle)")
+                self._write(spec, run, identity, host)  # the invalid run's report stays, as evidence
+                raise ClientHostBusy(f"[{endpoint.name}] the C={concurrency} measurement", host, ATTEMPTS)
+        report = self._write(spec, run, identity, host)
         m = run.metrics
         self.say(f"perf {spec.label}: C={concurrency} decode {m.decode_tok_s:.2f} tok/s, output "
                  f"{m.output_throughput:.2f} tok/s, TTFT p99 {m.ttft_ms.percentiles['p99']:.1f} ms, "
-                 f"failed {m.failed}/{m.failed + m.completed}; {report}")
-        return Measured(run=run, identity=identity, report=report)
+                 f"failed {m.failed}/{m.failed + m.completed}; {host.describe()}; {report}")
+        return Measured(run=run, identity=identity, report=report, host=host)
+
+    def _is_busy(self, host: HostWindow) -> bool:
+        """A busy window invalidates the run unless the session was told to judge anyway (and then says so)."""
+        if host.is_busy and not self.judge_host_load:
+            self.say(f"perf: client host busy ({host.busy_reason}); judged anyway (--perf-allow-busy-host)")
+            return False
+        return host.is_busy
 
     async def _run(self, endpoint: EndpointSpec, workload: Workload,
-                   sample_interval_s: float | None = None) -> tuple[LoadRun, dict]:
+                   sample_interval_s: float | None = None) -> tuple[LoadRun, dict, HostWindow]:
         engine = adapter_class(endpoint)
+        probe = self._probe(endpoint)
         # No recorder: perf is never replayed, and teeing every streamed chunk would load the client. The streams
         # go over the wire client (llmval.load._wire: a third of httpx's CPU per event); prompts and counters
         # over httpx.
@@ -224,20 +255,26 @@ class PerfSession:
                                              declared=endpoint.expect.model_dump(mode="json", exclude_none=True))
             streamer = WireClient(str(endpoint.base_url).rstrip("/"), headers=api_key_headers(endpoint.api_key_env),
                                   timeout_s=endpoint.request_timeout_s) if self._wire else None
+
+            async def before_window() -> None:  # the host's load is read over the measured window only
+                await wait_idle(client, endpoint.name, engine)
+                probe.start()
+
             try:
                 run = await run_load(client, workload, endpoint=endpoint.name, engine=engine,
-                                     before_window=lambda: wait_idle(client, endpoint.name, engine), streamer=streamer,
+                                     before_window=before_window, streamer=streamer,
                                      sample_interval_s=sample_interval_s)
             finally:
                 if streamer is not None:
                     await streamer.aclose()
-            return run, identity
+            return run, identity, probe.stop()
 
-    def _write(self, spec: PerfSpec, run: LoadRun, identity: dict) -> Path:
+    def _write(self, spec: PerfSpec, run: LoadRun, identity: dict, host: HostWindow) -> Path:
         folder = self.reports_dir / "perf"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{spec.label}-c{run.workload.concurrency}.json"
-        body = {"identity": identity, "server_key": server_key(identity), **run.as_json()}
+        body = {"identity": identity, "server_key": server_key(identity), "client_host": host.as_json(),
+                **run.as_json()}
         path.write_text(json.dumps(body, indent=1, default=str) + "\n", encoding="utf-8")
         return path
 
