@@ -7,6 +7,8 @@
     python -m llmval bench --pacing                 # open-loop pacing: achieved rate, schedule lag p99 (both tools)
     python -m llmval bench                          # the local engine side by side (ABBA rounds, 95 % CI)
                                                     # (its options: python -m llmval bench --engine-help)
+    python -m llmval bench --agentic --out OUT      # multi-turn agentic sessions: TTFT by context, prefix hits
+                                                    # (its options: python -m llmval bench --agentic --help)
     python -m llmval bench --side-by-side --out OUT # both tools at C=1,16,64,256 and Poisson rates: OUT/summary.json
                                                     # (its options: python -m llmval bench --side-by-side --help)
 
@@ -72,6 +74,10 @@ def _load() -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(argv or [])
+    if "--agentic" in argv:
+        from ._agentic import main as agentic_main  # the owners' multi-turn agentic load: OUT/summary.json
+
+        return agentic_main(argv)
     if "--side-by-side" in argv:
         from ._side_by_side import main as side_by_side_main  # both tools, ABBA, OUT/summary.json
 
