@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ._base import Spec
 from ._values import Name
@@ -13,6 +13,54 @@ MIN_REQUEST_RATE = 0.01
 """req/s: a slower rate is not a load (and 1e-300 would wait forever for its second request)."""
 MAX_SWEEP_ARRIVALS_S = 86_400
 """The longest a sweep's Poisson arrivals may take in expectation (rate_requests / rate, summed over the rates)."""
+
+
+TOOL_CATEGORIES = ("flat", "nested", "enum", "bigint", "parallel")
+"""Tool-call catalogue categories a correctness probe may sample (large_string: too long to sample under load)."""
+
+
+class CorrectnessSpec(Spec):
+    """Correctness under load (`[perf.correctness]`): sampled NIAH cells and tool calls asked with the engine idle,
+    then while the load generator holds it at `concurrency`, then idle again; temperature 0 throughout.
+
+    Gates `perf.correctness.*` (tests/perf/test_correctness_under_load.py): a needle found idle is still found
+    under load; a tool call valid idle is still valid (validity not lower); a call with exactly the expected values
+    idle still has them. `compare = "text"` also requires the very same text (only for an engine run
+    batch-invariant: vLLM does not promise equal outputs at temperature 0 in different batches).
+    """
+
+    concurrency: int | None = Field(None, ge=1, le=100_000)
+    """Streams the load holds while the probes are asked; None: the section's `throughput_concurrency`."""
+    niah_length: int = Field(1024, ge=128, le=2**24)
+    """Context length of the sampled NIAH cells (the plain grid's cells of this length, seed `niah_seed`)."""
+    niah_depths: list[float] = Field([0.0, 0.5, 1.0], max_length=101)
+    """Needle depths sampled (one cell each); empty: no NIAH probe."""
+    niah_seed: int = Field(0, ge=0, le=2**32 - 1)
+    tool_categories: list[Literal[TOOL_CATEGORIES]] = Field(["flat", "enum", "bigint"], max_length=5)  # type: ignore[valid-type]
+    """Tool-call catalogue categories sampled (the endpoint's `tool_calls` variant and tool_choice); empty: none."""
+    tool_cases_per_category: int = Field(1, ge=1, le=100)
+    compare: Literal["judged", "text"] = "judged"
+    """judged: the judged answer must not get worse (needle found, call valid, exact values); text: also the
+    same text, token for token."""
+    repeat_idle: bool = True
+    """Ask every probe idle once more after the load: a probe whose idle answers differ cannot be judged."""
+    hold_timeout_s: float = Field(120, gt=0, le=86_400)
+    """How long the load may take to reach `concurrency` streams in flight before the probes are asked."""
+
+    @field_validator("niah_depths")
+    @classmethod
+    def _depths_are_fractions(cls, depths: list[float]) -> list[float]:
+        if any(not 0 <= d <= 1 for d in depths) or len(set(depths)) != len(depths):
+            raise ValueError(f"niah_depths are distinct fractions of the haystack in [0, 1]; got {depths}")
+        return depths
+
+    @model_validator(mode="after")
+    def _samples_something(self) -> CorrectnessSpec:
+        if not self.niah_depths and not self.tool_categories:
+            raise ValueError("[perf.correctness] samples nothing: declare niah_depths or tool_categories")
+        if len(set(self.tool_categories)) != len(self.tool_categories):
+            raise ValueError(f"tool_categories must not repeat; got {self.tool_categories}")
+        return self
 
 
 class PerfSpec(Spec):
@@ -70,6 +118,8 @@ class PerfSpec(Spec):
     preemptions_max: int | None = Field(None, ge=0, le=10**9)
     """Most requests the engine may preempt during any run of this section (vLLM `vllm:num_preemptions`;
     0: the KV cache holds the declared concurrency)."""
+    correctness: CorrectnessSpec | None = None
+    """Correctness under load: sampled NIAH cells and tool calls, idle vs under load (`[perf.correctness]`)."""
 
     @model_validator(mode="after")
     def _gates_are_consistent(self) -> PerfSpec:
@@ -84,6 +134,9 @@ class PerfSpec(Spec):
             raise ValueError("goodput_min needs goodput_ttft_ms or goodput_tpot_ms (the SLOs a request must meet)")
         if any(rate <= 0 for rate in self.request_rates):
             raise ValueError(f"request_rates must be positive req/s, got {self.request_rates}")
+        if self.correctness is not None and (self.correctness.concurrency or self.throughput_concurrency) is None:
+            raise ValueError("[perf.correctness] needs concurrency or the section's throughput_concurrency (the load "
+                             "it holds while the probes are asked)")
         arrivals_s = sum(self.rate_requests / rate for rate in self.request_rates)
         if arrivals_s > MAX_SWEEP_ARRIVALS_S:  # a sweep that cannot end: bounded at load (issue 23.2)
             raise ValueError(f"the request-rate sweep's arrivals alone take about {arrivals_s:.3g} s "
@@ -99,6 +152,13 @@ class PerfSpec(Spec):
     def concurrencies(self) -> list[int]:
         """The runs this section needs: C=1 always, plus the throughput concurrency."""
         return sorted({1, *([self.throughput_concurrency] if self.throughput_concurrency else [])})
+
+    @property
+    def correctness_concurrency(self) -> int | None:
+        """The streams the correctness probes are asked under (None: no [perf.correctness])."""
+        if self.correctness is None:
+            return None
+        return self.correctness.concurrency or self.throughput_concurrency
 
     def num_requests(self, concurrency: int) -> int:
         return self.c1_requests if concurrency == 1 else self.requests_per_concurrency * concurrency
