@@ -30,7 +30,7 @@ def _endpoint(base_url: str) -> EndpointSpec:
 
 def _perf(**correctness) -> PerfSpec:
     return PerfSpec(endpoint="stub", input_len=16, output_len=30, throughput_concurrency=3,
-                    correctness={"niah_length": 512, "niah_depths": [0.0, 1.0], "tool_categories": CATEGORIES,
+                    correctness={"niah_lengths": [512], "niah_depths": [0.0, 1.0], "tool_categories": CATEGORIES,
                                  "hold_timeout_s": 10, **correctness})
 
 

@@ -9,6 +9,8 @@
                                                     # (its options: python -m llmval bench --engine-help)
     python -m llmval bench --agentic --out OUT      # multi-turn agentic sessions: TTFT by context, prefix hits
                                                     # (its options: python -m llmval bench --agentic --help)
+    python -m llmval bench --correctness-under-load --out OUT  # NIAH cells and tool calls idle vs under load
+                                                    # (its options: python -m llmval bench --correctness-under-load -h)
     python -m llmval bench --side-by-side --out OUT # both tools at C=1,16,64,256 and Poisson rates: OUT/summary.json
                                                     # (its options: python -m llmval bench --side-by-side --help)
 
@@ -78,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         from ._agentic import main as agentic_main  # the owners' multi-turn agentic load: OUT/summary.json
 
         return agentic_main(argv)
+    if "--correctness-under-load" in argv:
+        from ._correctness import main as correctness_main  # idle vs under load: OUT/summary.json
+
+        return correctness_main(argv)
     if "--side-by-side" in argv:
         from ._side_by_side import main as side_by_side_main  # both tools, ABBA, OUT/summary.json
 

@@ -31,10 +31,10 @@ class CorrectnessSpec(Spec):
 
     concurrency: int | None = Field(None, ge=1, le=100_000)
     """Streams the load holds while the probes are asked; None: the section's `throughput_concurrency`."""
-    niah_length: int = Field(1024, ge=128, le=2**24)
-    """Context length of the sampled NIAH cells (the plain grid's cells of this length, seed `niah_seed`)."""
+    niah_lengths: list[Annotated[int, Field(ge=128, le=2**24)]] = Field([1024], max_length=16)
+    """Context lengths of the sampled NIAH cells (the plain grid's cells of these lengths, seed `niah_seed`)."""
     niah_depths: list[float] = Field([0.0, 0.5, 1.0], max_length=101)
-    """Needle depths sampled (one cell each); empty: no NIAH probe."""
+    """Needle depths sampled (one cell per length and depth); empty: no NIAH probe."""
     niah_seed: int = Field(0, ge=0, le=2**32 - 1)
     tool_categories: list[Literal[TOOL_CATEGORIES]] = Field(["flat", "enum", "bigint"], max_length=5)  # type: ignore[valid-type]
     """Tool-call catalogue categories sampled (the endpoint's `tool_calls` variant and tool_choice); empty: none."""
@@ -58,6 +58,8 @@ class CorrectnessSpec(Spec):
     def _samples_something(self) -> CorrectnessSpec:
         if not self.niah_depths and not self.tool_categories:
             raise ValueError("[perf.correctness] samples nothing: declare niah_depths or tool_categories")
+        if len(set(self.niah_lengths)) != len(self.niah_lengths) or (self.niah_depths and not self.niah_lengths):
+            raise ValueError(f"niah_lengths must be distinct and not empty; got {self.niah_lengths}")
         if len(set(self.tool_categories)) != len(self.tool_categories):
             raise ValueError(f"tool_categories must not repeat; got {self.tool_categories}")
         return self

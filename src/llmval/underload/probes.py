@@ -28,7 +28,7 @@ from ..errors import LlmvalError
 from ..inventory import EndpointSpec, NiahSpec
 from ..inventory.perf import CorrectnessSpec
 from ..needle import ServerTokenCounter, ask, build_trial, score_answer
-from ..needle.grid import Cell, TrialPrompt, target_tokens
+from ..needle.grid import Cell, TrialPrompt, plan_cells
 from ..toolcalls import Answer, ToolCase, build_catalogue, judge
 
 TEXT_LIMIT = 2000
@@ -94,16 +94,14 @@ class NiahProbe:
 
 
 def niah_probes(endpoint: EndpointSpec, spec: CorrectnessSpec, client: httpx.Client) -> list[NiahProbe]:
-    """The plain, number-valued NIAH cells of `spec.niah_length` at `spec.niah_depths` (the same prompts as the
-    [[niah]] grid's cells of that length and seed), their haystacks fitted now with the server's tokenizer."""
+    """The plain, number-valued NIAH cells of `spec.niah_lengths` x `spec.niah_depths` (the same prompts as the
+    [[niah]] grid's cells of those lengths and seed), their haystacks fitted now with the server's tokenizer."""
     if not spec.niah_depths:
         return []
-    niah = NiahSpec(endpoint=endpoint.name, context_lengths=[spec.niah_length], depths=spec.niah_depths,
+    niah = NiahSpec(endpoint=endpoint.name, context_lengths=sorted(spec.niah_lengths), depths=spec.niah_depths,
                     variants=["plain"], values=["number"], trials=1, seed=spec.niah_seed)
     count = ServerTokenCounter(client, endpoint=endpoint.name, engine=adapter_class(endpoint), model=endpoint.model)
-    budget = target_tokens(niah, spec.niah_length, endpoint.max_model_len)
-    cells = [Cell(endpoint.name, "plain", "number", spec.niah_length, depth, budget)
-             for depth in sorted(spec.niah_depths)]
+    cells = plan_cells(niah, endpoint.max_model_len)
     return [NiahProbe(endpoint, niah, cell, build_trial(niah, cell, 0, count), client) for cell in cells]
 
 
@@ -152,6 +150,8 @@ def tool_probes(adapter: EngineAdapter, spec: CorrectnessSpec) -> list[ToolCallP
     if not spec.tool_categories:
         return []
     gates = adapter.spec.tool_calls
+    if not gates.variants:
+        return []
     variant = "strict" if "strict" in gates.variants else gates.variants[0]
     cases = build_catalogue(cases_per_category=spec.tool_cases_per_category, categories=tuple(spec.tool_categories),
                             parallel_calls=gates.parallel_calls)

@@ -65,6 +65,8 @@ class CorrectnessRun:
     phases_s: dict[str, float] = field(default_factory=dict)
     started: str = ""
     report: Path | None = None
+    lock_wait_s: float = 0.0
+    """How long the engine lock was waited for (not part of the run's own time)."""
 
     def gates(self) -> list[GateResult]:
         """Every `perf.correctness.*` gate (a kind whose probes could not be built cannot be checked)."""
@@ -86,6 +88,7 @@ class CorrectnessRun:
                 "concurrency": self.concurrency, "compare": self.compare, "workload": asdict(self.workload),
                 "load": {"requests": self.load_requests, "failed": self.load_failed, "output_tokens": self.load_tokens},
                 "phases_s": {k: round(v, 2) for k, v in self.phases_s.items()},
+                "lock_wait_s": round(self.lock_wait_s, 1),
                 "summary": self.summary(), "not_built": self.not_built,
                 "gates": [g.as_json() for g in self.gates()], "samples": [s.as_json() for s in self.samples]}
 
@@ -201,8 +204,11 @@ def measure(endpoint: EndpointSpec, perf: PerfSpec, *, lock_path: Path, reports_
                     await streamer.aclose()
 
     say(f"perf {perf.label}: correctness under load at C={perf.correctness_concurrency} under {lock_path}")
+    waited = time.monotonic()
     with engine_lock(lock_path, lock_timeout_s):
+        waited = time.monotonic() - waited
         run = asyncio.run(go())
+    run.lock_wait_s = waited
     folder = reports_dir / "perf"
     folder.mkdir(parents=True, exist_ok=True)
     run.report = folder / f"{perf.label}-correctness-c{run.concurrency}.json"
