@@ -78,7 +78,8 @@ def test_engine_metrics_of_every_perf_run_reach_results_json(pytester):
         inventory.write_text(tomli_w.dumps(data))
         result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "engine_",
                           "--perf-baseline-dir", str(pytester.path / "baselines"),
-                          "--perf-lock", str(pytester.path / "perf.lock"))
+                          "--perf-lock", str(pytester.path / "perf.lock"),
+                          "--perf-allow-busy-host")  # a stub's numbers mean nothing: judge them on a busy box too
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
     results = json.loads((pytester.path / "reports" / "results.json").read_text())
     measured = {m["name"]: m["value"] for t in results["tests"] for m in t["measured"]}

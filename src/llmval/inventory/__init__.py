@@ -37,11 +37,12 @@ from .hosts import (
     SshTransport,
 )
 from .launch import LaunchSpec, ReadinessSpec, StepSpec, WaitSpec
-from .perf import PerfSpec
+from .perf import AgenticLoadSpec, PerfSpec
 from .report import BlockerSpec, DecisionSpec, DeploymentSpec
 from .serving import EndpointSpec, ServingExpect, SpeculativeSpec, ToolCallGates
 
 __all__ = [
+    "AgenticLoadSpec",
     "AgenticSpec",
     "BlockerSpec",
     "DecisionSpec",

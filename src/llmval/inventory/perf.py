@@ -65,6 +65,41 @@ class CorrectnessSpec(Spec):
         return self
 
 
+class AgenticLoadSpec(Spec):
+    """The owners' multi-turn agentic workload as load (`llmval.load._agentic`): `sessions` agent sessions replaying
+    the agentic grid's seeded transcripts, each turn the previous prompt plus one tool call and its result, on one
+    system prompt and tool list shared by all sessions, `concurrency` sessions at once."""
+
+    sessions: int = Field(4, ge=1, le=100_000)
+    turns: int = Field(6, ge=1, le=1_000)
+    """Turns per session (turn 1: the task alone; each later turn adds one prior step)."""
+    concurrency: int = Field(2, ge=1, le=100_000)
+    output_len: int = Field(16, ge=1, le=2**20)
+    """Tokens each turn generates (EOS ignored where the engine honours it)."""
+    think_s: float = Field(0.0, ge=0, le=3600)
+    """Pause between a turn's answer and the session's next turn."""
+    seed: int = Field(0, ge=0, le=2**31)
+    tools: bool = True
+    """Send the agent's tool definitions (`tool_choice="auto"`: the server needs its tool parser enabled)."""
+    max_context_tokens: int | None = Field(None, ge=64, le=2**24)
+    """End a session before a turn whose prompt would pass this (default: the endpoint's max_model_len less the
+    answer and 64 tokens, where declared)."""
+    prefix_cache_hit_min: float | None = Field(None, ge=0, le=1)
+    """Minimum prefix-cache hit rate over the run, from the engine's own counters (vLLM Δprefix_cache_hits /
+    Δprefix_cache_queries, in tokens)."""
+    goodput_min: float | None = Field(None, gt=0, le=1)
+    """Minimum share of turns within the section's goodput_ttft_ms / goodput_tpot_ms."""
+
+    @model_validator(mode="after")
+    def _sessions_fill_the_concurrency(self) -> AgenticLoadSpec:
+        if self.concurrency > self.sessions:
+            raise ValueError(f"concurrency {self.concurrency} is more than the {self.sessions} sessions that could "
+                             "run at once: raise sessions or lower concurrency")
+        if self.sessions * self.turns > 1_000_000:
+            raise ValueError(f"{self.sessions} sessions x {self.turns} turns is more than a million requests")
+        return self
+
+
 class PerfSpec(Spec):
     """Performance gates, measured with vLLM's definitions (`vllm bench serve`).
 
@@ -117,6 +152,9 @@ class PerfSpec(Spec):
     metrics_interval_s: float = Field(1.0, ge=0.05, le=60)
     """How often the engine's /metrics is sampled through every measured window (queue, KV usage, preemptions,
     prefix cache; `llmval.load` engine samples in reports/perf/*.json and the run's plot)."""
+    agentic_load: AgenticLoadSpec | None = None
+    """A multi-turn agentic load run (`[perf.agentic_load]`): TTFT by context length, prefix-cache hit rate,
+    goodput under this section's goodput SLOs."""
     preemptions_max: int | None = Field(None, ge=0, le=10**9)
     """Most requests the engine may preempt during any run of this section (vLLM `vllm:num_preemptions`;
     0: the KV cache holds the declared concurrency)."""
@@ -134,6 +172,11 @@ class PerfSpec(Spec):
             raise ValueError("goodput_min needs request_rates (the sweep it is judged on)")
         if self.goodput_min is not None and self.goodput_ttft_ms is None and self.goodput_tpot_ms is None:
             raise ValueError("goodput_min needs goodput_ttft_ms or goodput_tpot_ms (the SLOs a request must meet)")
+        agentic = self.agentic_load
+        if agentic is not None and agentic.goodput_min is not None and self.goodput_ttft_ms is None \
+                and self.goodput_tpot_ms is None:
+            raise ValueError("agentic_load.goodput_min needs goodput_ttft_ms or goodput_tpot_ms (the SLOs a turn "
+                             "must meet)")
         if any(rate <= 0 for rate in self.request_rates):
             raise ValueError(f"request_rates must be positive req/s, got {self.request_rates}")
         if self.correctness is not None and (self.correctness.concurrency or self.throughput_concurrency) is None:

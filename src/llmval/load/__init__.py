@@ -8,8 +8,10 @@ the input length, unique per request and per run (`_prompts`, calibrated with th
 TPOT, output throughput, numpy-linear percentiles); `_engine` reads the server's identity and its
 counters around the run through the engine's adapter class (speculative acceptance, other traffic);
 `_baseline` stores and compares runs per server identity; `_plot` draws a run against its baseline;
-`_session` holds the measurement policy of a perf session (`PerfSession`: lock, idle wait, one retry
-when other traffic was seen, reports, baseline comparison) that the pytest plugin only wires.
+`_sampler` samples the engine's /metrics through every window; `_agentic` is the multi-turn agentic load
+(sessions growing turn by turn on a shared prefix); `_session` holds the measurement policy of a perf session
+(`PerfSession`: lock, idle wait, one retry when other traffic was seen, reports, baseline comparison) that
+the pytest plugin only wires.
 
     run = await run_load(client, Workload(model="smollm2", input_len=128, output_len=64,
                                           concurrency=1, num_requests=10, warmup_requests=2),
@@ -17,6 +19,8 @@ when other traffic was seen, reports, baseline comparison) that the pytest plugi
     run.metrics.decode_tok_s, run.metrics.output_throughput, run.metrics.failed
 """
 
+from ._agentic import AgenticProfile, AgenticRun, run_agentic
+from ._agentic_session import AgenticMeasured
 from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
@@ -24,21 +28,27 @@ from ._prompts import Prompt, build_prompt, build_prompts
 from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep, poisson_offsets
 from ._request import RequestRecord, completion_payload, stream_completion
 from ._runner import LoadRun, OtherLoad, Workload, run_load
+from ._sampler import EngineSamples, MetricsSampler
 from ._session import BaselineCheck, Measured, PerfSession, wait_idle, workload_for
 from ._stats import Distribution, RunMetrics, compute_metrics, max_concurrency, percentile
 
 __all__ = [
+    "AgenticMeasured",
+    "AgenticProfile",
+    "AgenticRun",
     "Baseline",
     "BaselineCheck",
     "BaselineStore",
     "ClientHostBusy",
     "Distribution",
     "EngineCounters",
+    "EngineSamples",
     "Goodput",
     "HostLoadProbe",
     "HostWindow",
     "LoadRun",
     "Measured",
+    "MetricsSampler",
     "OtherLoad",
     "PerfSession",
     "Prompt",
@@ -60,6 +70,7 @@ __all__ = [
     "plot_sweep",
     "poisson_offsets",
     "read_counters",
+    "run_agentic",
     "run_load",
     "server_identity",
     "server_key",

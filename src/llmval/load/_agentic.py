@@ -194,6 +194,11 @@ class AgenticRun:
                          "ttft_ms": _ms([t.record.ttft_s for t in turns])})
         return rows
 
+    def describe_by_context(self) -> str:
+        """`0-511: TTFT p50 605 ms (n=8); 512-1023: ...`: the by-context table in one line."""
+        return "; ".join(f"{r['context_tokens']} tokens: TTFT p50 {r['ttft_ms']['median']:.0f} ms, p90 "
+                         f"{r['ttft_ms']['p90']:.0f} ms (n={r['turns']})" for r in self.by_context()) or "no turn"
+
     def by_turn(self) -> list[dict]:
         """TTFT per turn number (turn 1 has only the shared start to reuse; later turns their own history)."""
         groups: dict[int, list[Turn]] = {}

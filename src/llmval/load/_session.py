@@ -30,6 +30,7 @@ from ..engines import EngineAdapter, adapter_class
 from ..errors import LlmvalError, NotReady
 from ..http import api_key_headers, endpoint_async_client
 from ..inventory import EndpointSpec, Inventory, PerfSpec
+from ._agentic_session import AgenticMeasured, measure_agentic
 from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
 from ._engine import read_counters, server_identity, server_key
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
@@ -131,6 +132,7 @@ class PerfSession:
         self.runs: dict[tuple[str, int], Measured] = {}
         self.failures: dict[tuple[str, int], LlmvalError] = {}
         self.sweeps: dict[tuple[str, int], list[RatePoint]] = {}
+        self.agentic_runs: dict[str, AgenticMeasured] = {}
         self._probe = host_probe or (lambda endpoint: HostLoadProbe.for_endpoint(str(endpoint.base_url)))
         self.judge_host_load = judge_host_load
         """False (--perf-allow-busy-host): a busy client host is recorded and said, but the run still counts."""
@@ -163,6 +165,19 @@ class PerfSession:
                 self.failures[key] = error
                 raise
         return self.sweeps[key]
+
+    def agentic(self, spec: PerfSpec) -> AgenticMeasured:
+        """The multi-turn agentic load of `spec` (`[perf.agentic_load]`), measured once (`_agentic_session`)."""
+        key = (spec.label, -2)
+        if key in self.failures:
+            raise self.failures[key]
+        if spec.label not in self.agentic_runs:
+            try:
+                self.agentic_runs[spec.label] = measure_agentic(self, spec, ATTEMPTS)
+            except LlmvalError as error:
+                self.failures[key] = error
+                raise
+        return self.agentic_runs[spec.label]
 
     def _sweep(self, spec: PerfSpec) -> list[RatePoint]:
         endpoint = self.inventory.endpoint(spec.endpoint)
