@@ -108,6 +108,12 @@ def test_sglang_hit_rate_is_cached_over_prompt_tokens():
     assert samples.cache_hits.rate == 0.75  # (1600 - 100) / (3000 - 1000)
     assert samples.gauges["prefix_cache_hit_rate"] == [0.9, 0.9]
     assert "sglang:token_usage" in samples.missing
+    gauge_only = build_samples(SglangAdapter, 1.0, [(0.0, 'sglang:cache_hit_rate{tp_rank="0"} 0.5\n'),
+                                                    (1.0, 'sglang:cache_hit_rate{tp_rank="0"} 0.8\n'
+                                                           'sglang:cache_hit_rate{tp_rank="1"} 0.6\n')], [1, 1], [])
+    assert abs(gauge_only.cache_hits.rate - 0.7) < 1e-9  # the ranks' mean, never their sum
+    assert "latest prefill batches" in gauge_only.cache_hits.source
+    assert build_samples(SglangAdapter, 1.0, [(0.0, "x 1\n"), (1.0, "x 2\n")], [1, 1], []).cache_hits.missing
 
 
 def test_every_perf_run_carries_its_engine_samples():
@@ -141,3 +147,10 @@ def test_the_run_plot_gets_an_engine_panel(tmp_path):
     run.engine_samples = None
     without = plot_run(run, None, tmp_path / "without.png", title="t")
     assert matplotlib.image.imread(with_panel).shape[1] > matplotlib.image.imread(without).shape[1]  # 20 vs 15 in wide
+
+
+def test_shares_of_several_engines_are_averaged_and_request_counts_summed():
+    two = ('vllm:kv_cache_usage_perc{engine="0"} 0.2\nvllm:kv_cache_usage_perc{engine="1"} 0.6\n'
+           'vllm:num_requests_waiting{engine="0"} 3\nvllm:num_requests_waiting{engine="1"} 4\n')
+    samples = build_samples(VllmAdapter, 1.0, [(0.0, two), (1.0, two)], [1, 1], [])
+    assert samples.gauges["kv_cache_usage"] == [0.4, 0.4] and samples.gauges["waiting"] == [7.0, 7.0]

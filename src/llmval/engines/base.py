@@ -113,6 +113,9 @@ class SampledMetrics:
 
 GAUGE_KEYS = ("waiting", "running", "kv_cache_usage", "retracted", "prefix_cache_hit_rate", "spec_accept_length")
 COUNTER_KEYS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits")
+MEAN_KEYS = ("kv_cache_usage", "prefix_cache_hit_rate", "spec_accept_length")
+"""Gauges that are a share or a length per engine (or per scheduler rank): several label sets (data-parallel
+engines) are averaged, never summed; request counts and counters are summed over label sets."""
 
 
 @dataclass(frozen=True)

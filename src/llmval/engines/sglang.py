@@ -240,12 +240,17 @@ class SglangAdapter(EngineAdapter):
     @classmethod
     def prefix_cache_hits(cls, before: Metrics, after: Metrics) -> CacheHits:
         """Δsglang:cached_tokens / Δsglang:prompt_tokens over the window (tokenizer counters); without them the
-        `sglang:cache_hit_rate` gauge covers only the latest prefill batches, so it is sampled, not used here."""
+        `sglang:cache_hit_rate` gauge after the window, which covers only the scheduler's latest prefill batches
+        (the source says so)."""
         prompt, cached = delta(before, after, PROMPT_TOKENS), delta(before, after, CACHED_TOKENS)
         if prompt is None or cached is None:
+            rates = [sample.value for sample in after.find(CACHE_HIT_RATE)]  # one per scheduler (tp/dp rank)
+            gauge = sum(rates) / len(rates) if rates else None
+            if gauge is not None:  # the scheduler's own rate, of its latest prefill batches only: said so
+                return CacheHits(gauge, None, None, f"/metrics {CACHE_HIT_RATE} gauge after the window (the "
+                                 f"scheduler's latest prefill batches; no {PROMPT_TOKENS}/{CACHED_TOKENS} counters)")
             return CacheHits(None, None, None, "/metrics", missing=f"/metrics has no {PROMPT_TOKENS}/{CACHED_TOKENS} "
-                             "(SGLang needs --enable-metrics); its sampled "
-                             f"{CACHE_HIT_RATE} gauge is in the run's engine samples")
+                             f"and no {CACHE_HIT_RATE} (SGLang needs --enable-metrics)")
         return CacheHits(cached / prompt if prompt > 0 else None, prompt, cached,
                          f"/metrics Δ{CACHED_TOKENS}/Δ{PROMPT_TOKENS} (tokens)")
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from ..engines import EngineAdapter
-from ..engines.base import CacheHits
+from ..engines.base import MEAN_KEYS, CacheHits
 from ..engines.metrics import Metrics, parse_metrics
 from ..errors import LlmvalError
 from ..http import httpx_errors
@@ -88,6 +88,11 @@ class EngineSamples:
                 "failed_scrapes": len(self.failures)}
 
 
+def _mean(metrics: Metrics, name: str) -> float | None:
+    values = [s.value for s in metrics.find(name)]
+    return sum(values) / len(values) if values else None
+
+
 def keep_lines(text: str, names: tuple[str, ...]) -> str:
     """The lines of `text` that belong to `names` (samples, and their `# TYPE` lines so counters stay counters)."""
     types = tuple(f"# TYPE {n}" for n in names)
@@ -108,7 +113,7 @@ def build_samples(engine: type[EngineAdapter], interval_s: float, scrapes: list[
         except LlmvalError as error:
             samples.failures.append(f"at {at:.1f} s: {error}")
     samples.times_s = [at for at, _ in parsed]
-    samples.gauges = {k: [m.total(n) for _, m in parsed] for k, n in gauges.items()}
+    samples.gauges = {k: [_mean(m, n) if k in MEAN_KEYS else m.total(n) for _, m in parsed] for k, n in gauges.items()}
     first: dict[str, float | None] = {k: parsed[0][1].total(n) if parsed else None for k, n in counters.items()}
     samples.counters = {k: [None if (v := m.total(n)) is None or first[k] is None else v - first[k]
                             for _, m in parsed] for k, n in counters.items()}
