@@ -66,8 +66,8 @@ def live_engine(engine_lock, tmp_path_factory):
 
     Module scope, so it never runs beside the engines other engine self-tests start and stop themselves."""
     from llmval.inventory import load_inventory
+    from llmval.io.transport import connect
     from llmval.launch import Stack
-    from llmval.transport import connect
 
     folder = tmp_path_factory.mktemp("engine")
     path = engine_inventory(folder, SELFTEST_ENGINE_PORT)

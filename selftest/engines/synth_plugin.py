@@ -8,8 +8,8 @@ import os
 
 import httpx
 
-from llmval import transport
-from llmval.recording import CommandResult
+from llmval.io import transport
+from llmval.io.recording import CommandResult
 from selftest.engines import fake_sglang, fake_vllm
 
 VARIANT_ENV = "LLMVAL_SYNTH_SGLANG_VARIANT"

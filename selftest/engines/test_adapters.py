@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from llmval.core.errors import EndpointError
 from llmval.engines import EndpointState, NotExposed, adapter_for, detect_engine, parse_metrics
-from llmval.errors import EndpointError
 from llmval.inventory import EndpointSpec
 from selftest.engines import fake_sglang
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from llmval.core.errors import CommandFailed
 from llmval.engines import launch_log_of
-from llmval.errors import CommandFailed
 from llmval.hostfacts import log_reader
 from llmval.inventory import load_inventory
-from llmval.recording import CommandResult
+from llmval.io.recording import CommandResult
 from selftest.strategies import ROOT
 
 INVENTORY = load_inventory(ROOT / "inventories" / "local.toml")

@@ -9,12 +9,12 @@ import time
 import httpx
 import pytest
 
+from llmval.core.errors import InventoryError
 from llmval.engines import adapter_for, launch_log_path
 from llmval.engines.logsource import MAX_LINES, MAX_PERIODIC_LINES
-from llmval.errors import InventoryError
 from llmval.hostfacts import log_command
 from llmval.inventory import HostSpec, load_inventory
-from llmval.transport import connect
+from llmval.io.transport import connect
 from selftest.engines import fake_sglang
 from selftest.strategies import ROOT
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from llmval.core.errors import ParseError
 from llmval.engines import parse_metrics
 from llmval.engines.metrics import delta
-from llmval.errors import ParseError
 from selftest.strategies import ROOT
 
 REAL = ROOT / "selftest" / "data" / "engines" / "REAL-vllm-0.32.0-cpu-metrics.txt"

@@ -10,9 +10,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from llmval.core.errors import ParseError
 from llmval.engines import adapter_for, parse_sglang_log, parse_vllm_log
 from llmval.engines.logs import Unparsed, parse_printed_dict
-from llmval.errors import ParseError
 from llmval.inventory import EndpointSpec, load_inventory
 from llmval.launch import error_line
 from selftest.engines import fake_sglang

@@ -28,7 +28,7 @@ def test_the_inventory_init_and_cli_choices_are_the_registry():
     """One list of engine kinds (issue 22.4): the inventory's `engine =`, its JSON schema, `llmval init --platform`
     and the CLI's choices are all the registry's kinds."""
     from llmval.__main__ import main
-    from llmval.init import PLATFORMS
+    from llmval.cli.init import PLATFORMS
     from llmval.inventory import inventory_json_schema
 
     assert all(cls.kind == kind for kind, cls in ADAPTERS.items())

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llmval.contract import encoded_forms
+from llmval.core.contract import encoded_forms
 from selftest.strategies import ROOT
 
 INVENTORY = """

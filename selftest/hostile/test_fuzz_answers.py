@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from llmval.errors import LlmvalError
+from llmval.core.errors import LlmvalError
 from selftest.hostile.harness import API_KEY_ENV, leaks, run_contract
 from selftest.hostile.mutations import fuzzed_routes
 from selftest.hostile.server import HostileServer
@@ -61,10 +61,10 @@ def _fact(adapter, name: str):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_every_fact_read_from_a_hostile_server_is_a_value_or_could_not_check(seed, monkeypatch):
-    from llmval.contract import add_secrets
+    from llmval.core.contract import add_secrets
     from llmval.engines import adapter_for
-    from llmval.http import endpoint_client
     from llmval.inventory import EndpointSpec
+    from llmval.io.http import endpoint_client
 
     monkeypatch.setenv(API_KEY_ENV, KEY)
     add_secrets([KEY])  # as the run registers the inventory's *_env values

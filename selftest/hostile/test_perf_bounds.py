@@ -43,7 +43,7 @@ def test_a_perf_sweep_that_cannot_end_is_refused_at_load(tmp_path, values, named
 
 
 def test_a_streamed_load_request_ends_at_the_request_timeout_however_slowly_it_trickles():
-    from llmval.http import make_async_client
+    from llmval.io.http import make_async_client
     from llmval.load._request import stream_completion
 
     chunk = {"choices": [{"index": 0, "text": "x", "finish_reason": None}]}

@@ -30,7 +30,7 @@ def test_holds(expect):
     expect("localhost", "selftest.reports.first", expected=1, observed=1)
 '''
 REPORTS = ("partial/status.md", "partial/report.html", "results.json", "junit.xml")
-"""What a run of test_reachable.py + a planted test writes: a partial run (llmval.scope) keeps its status under
+"""What a run of test_reachable.py + a planted test writes: a partial run (llmval.report.scope) keeps its status under
 partial/; results.json and junit.xml are every run's."""
 
 

@@ -84,10 +84,10 @@ def test_an_event_stream_of_one_event_a_second_ends_at_the_request_timeout():
     """The streamed chat (tool calls, reasoning, agentic grids): request_timeout_s = 3, an event a second."""
     import time
 
+    from llmval.core.errors import EndpointError
     from llmval.engines import adapter_for
-    from llmval.errors import EndpointError
-    from llmval.http import endpoint_client
     from llmval.inventory import EndpointSpec
+    from llmval.io.http import endpoint_client
 
     chunk = {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]}
     with HostileServer({"/v1/chat/completions": sse([chunk] * 100, every_s=1.0)}) as server:

@@ -75,7 +75,7 @@ class SshNode:
 
     def close_masters(self, key: Path, config: Path) -> None:
         """Ask the ControlMaster this suite opened to this node to exit (its session on the node ends)."""
-        from llmval.transport import control_path
+        from llmval.io.transport import control_path
 
         subprocess.run(["ssh", "-F", str(config), "-i", str(key), "-o", f"ControlPath={control_path()}", "-O", "exit",
                         f"root@{self.address}"], capture_output=True, timeout=15)

@@ -1,16 +1,17 @@
-"""GPU health judges (`llmval.health`): not reported is neither pass nor fail, a momentary slowdown is no verdict,
+"""GPU health judges (`llmval.gpu.health`): not reported is neither pass nor fail, a momentary slowdown is no verdict,
 an idle link's power-saving downshift is not a downtrained link, and an unreadable kernel log says why."""
 
 from __future__ import annotations
 
 import pytest
 
-from llmval import health, hostfacts
+from llmval import hostfacts
+from llmval.gpu import health
 from llmval.hostfacts import HostFacts
 from llmval.inventory import GpuHealthSpec, HostSpec, LocalTransport
+from llmval.io.recording import Replay
+from llmval.io.transport import connect
 from llmval.parsers.gpu_health import GpuHealth, parse_gpu_health_xml
-from llmval.recording import Replay
-from llmval.transport import connect
 from selftest.strategies import ROOT
 
 REAL_XML = (ROOT / "selftest" / "data" / "real" / "h200x2" / "nvidia-smi-q.xml").read_text()
@@ -303,7 +304,7 @@ def test_gb10_na_fields_are_could_not_check_unless_declared_not_reported(pyteste
 
 
 def test_kernel_log_via_must_name_another_host(tmp_path):
-    from llmval.errors import InventoryError
+    from llmval.core.errors import InventoryError
     from llmval.inventory import load_inventory
 
     path = tmp_path / "inv.toml"

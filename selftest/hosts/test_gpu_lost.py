@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from llmval.errors import CommandFailed
+from llmval.core.errors import CommandFailed
 from llmval.hostfacts import GPU_QUERY, HostFacts
-from llmval.recording import CommandResult
+from llmval.io.recording import CommandResult
 from selftest.hosts._contract import run_hosts
 
 pytest_plugins = ["pytester"]

@@ -9,8 +9,8 @@ import os
 
 from llmval.hostfacts import HashCache, HostFacts, model_digests
 from llmval.inventory import HostSpec, ModelFileSpec
-from llmval.recording import Recorder
-from llmval.transport import connect
+from llmval.io.recording import Recorder
+from llmval.io.transport import connect
 
 
 def _sha_commands(folder) -> list[str]:

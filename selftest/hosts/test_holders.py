@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from llmval.hostfacts import HostFacts
 from llmval.inventory import HostSpec, LocalTransport
-from llmval.transport import connect
+from llmval.io.transport import connect
 
 FAKE_FUSER = """#!/bin/sh
 # first call: our own query (nvidia-smi) and a stray python3; later calls: only the stray python3

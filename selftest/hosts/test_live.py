@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from llmval.errors import CommandTimeout
+from llmval.core.errors import CommandTimeout
 from llmval.hostfacts import is_read_only
 from llmval.inventory import HostSpec
-from llmval.transport import connect, control_dir
+from llmval.io.transport import connect, control_dir
 
 from ._contract import not_passed, run_hosts
 from .standin import HANG_MARKER, make_standins
@@ -106,7 +106,7 @@ def test_ssh_and_pct_transports_quote_through_to_the_container(tmp_path, monkeyp
     assert "pct exec 129 -- timeout -k 2 20 /bin/sh -c" in log and "timeout -k 2 5 /bin/sh -c" in log
     (bin_dir / "ssh").write_text("#!/bin/sh\necho 'ssh: connect to host 127.0.0.1 port 22: Connection refused' >&2\n"
                                  "exit 255\n")
-    from llmval.errors import HostUnreachable
+    from llmval.core.errors import HostUnreachable
 
     with pytest.raises(HostUnreachable, match=r"\[ct\] ssh failed \(rc 255\).*Connection refused"):
         connect(inventory.host("ct"), inventory=inventory).run_step("true")

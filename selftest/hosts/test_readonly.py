@@ -80,7 +80,7 @@ def test_the_reported_exploit_is_refused_at_render_and_at_check():
 
 def test_a_bad_value_that_got_through_the_inventory_never_reaches_the_host(tmp_path):
     from llmval.hostfacts import HostFacts
-    from llmval.transport import connect
+    from llmval.io.transport import connect
 
     spec = ModelFileSpec.model_construct(path="-delete", hash_timeout_s=10)  # as if validation had missed it
     facts = HostFacts(connect(HostSpec(name="me", platform="p"), recorder=None))
@@ -174,7 +174,7 @@ def test_option_shaped_transport_values_never_reach_ssh_or_docker():
     """An ssh address `-oProxyCommand=...` or a container `--privileged` that got past the inventory is refused
     when the connection is made, before ssh or docker is started."""
     from llmval.inventory import DockerTransport, SshTransport
-    from llmval.transport import connect
+    from llmval.io.transport import connect
 
     transports = [
         SshTransport.model_construct(kind="ssh", address="-oProxyCommand=touch /tmp/llmval-pwned", user="root",

@@ -145,7 +145,7 @@ def wrapped_server(tmp_path):
 def test_process_env_reads_the_serving_child_not_the_wrapper(wrapped_server):
     from llmval.hostfacts import HostFacts
     from llmval.inventory import Source
-    from llmval.transport import connect
+    from llmval.io.transport import connect
 
     marker, wrapper_pid = wrapped_server
     source = EnvSpec(source=f"process:{marker}").source
@@ -173,7 +173,7 @@ def test_a_lost_gpu_is_named_in_nvidia_smis_own_words(tmp_path):
     """nvidia-smi prints "No devices were found" on stdout with exit 6 (stderr empty): the cause keeps its words."""
     from llmval.hostfacts import GpusLost, HostFacts
     from llmval.inventory import LocalTransport
-    from llmval.transport import connect
+    from llmval.io.transport import connect
 
     (tmp_path / "nvidia-smi").write_text("#!/bin/sh\necho 'No devices were found'\nexit 6\n")
     (tmp_path / "nvidia-smi").chmod(0o755)

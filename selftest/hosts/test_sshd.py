@@ -101,7 +101,7 @@ def test_contract_over_real_sshd_pct_hung_and_unreachable_hosts(pytester, tmp_pa
     assert "test_host_answers[gone]" in gone
     assert wall_s < 150
     # one multiplexed connection per host: its ControlMaster outlives the run (ControlPersist)
-    from llmval.transport import control_path
+    from llmval.io.transport import control_path
 
     check = subprocess.run(["ssh", "-F", str(nodes["config"]), "-o", f"ControlPath={control_path()}", "-O", "check",
                             f"root@{nodes['good'].address}"], capture_output=True, text=True, timeout=15)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from llmval.command import is_declared
-from llmval.errors import CommandTimeout
-from llmval.recording import CommandResult
+from llmval.core.errors import CommandTimeout
+from llmval.io.command import is_declared
+from llmval.io.recording import CommandResult
 
 TIMEOUT_RC = -9
 """An answer with this exit code raises CommandTimeout, as a real Connection does for a hung command."""

@@ -16,8 +16,8 @@ import time
 import pytest
 
 from llmval.inventory import load_inventory
+from llmval.io.transport import connect
 from llmval.launch import Crashed, Stack, tagged_processes
-from llmval.transport import connect
 from selftest.launch.helpers import ROOT, assert_nothing_left, run_until_marker, summary_of
 
 pytestmark = pytest.mark.engine

@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 from llmval.inventory import load_inventory
+from llmval.io.transport import connect
 from llmval.launch import Stack
-from llmval.transport import connect
 from selftest.launch.fakes import FakeClock, ProbeAfter, never_open
 from selftest.launch.helpers import ROOT
 
 REMOTE_DEADLINE_RE = re.compile(r"timeout -k \d+ \d+ /bin/sh -c ")
-"""The transport's far-side deadline wrapper (llmval.transport: `timeout -k 2 <T> /bin/sh -c <command>`)."""
+"""The transport's far-side deadline wrapper (llmval.io.transport: `timeout -k 2 <T> /bin/sh -c <command>`)."""
 WRAPPED_RE = re.compile(r"timeout -k \d+ \d+ /bin/sh -c ('?)(?P<command>.*)\1$")
 TOOLS = ["ssh", "pct", "systemctl", "journalctl", "nvidia-smi", "fuser", "pkill"]
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from llmval.inventory import load_inventory
+from llmval.io.transport import connect
 from llmval.launch import LAUNCH_ID_ENV, Crashed, Hung, PortInUse, Stack, group_members, port_open, tagged_processes
-from llmval.transport import connect
 from selftest.launch.helpers import ROOT, assert_nothing_left, run_until_marker, summary_of
 
 INVENTORIES = ROOT / "selftest" / "data" / "inventories"

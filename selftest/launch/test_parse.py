@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmval.errors import ParseError
+from llmval.core.errors import ParseError
 from llmval.launch import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
 
 # Ray >= 2.8 layout: the real 2-node output quoted in /work/shared/reference/infra.md §6.1 (public code hit).

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llmval.errors import HostError, NotReady
+from llmval.core.errors import HostError, NotReady
 from llmval.inventory import load_inventory
 from llmval.launch import CrashLoop, Hung, PortInUse, Stack, TeardownError
 from selftest.launch.fakes import TIMEOUT_RC, FakeClock, FakeHosts, ProbeAfter, never_open

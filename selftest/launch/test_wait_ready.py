@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
-from llmval.errors import HostError
+from llmval.core.errors import HostError
 from llmval.launch import Observation, ReadyTarget, Watch, endpoint_probe, wait_all_ready
 from selftest.plugin.test_options import run_contract
 

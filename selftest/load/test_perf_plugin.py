@@ -33,7 +33,7 @@ def test_perf_under_xdist_is_a_usage_error_naming_the_fix(pytester):
 def test_perf_under_replay_skips_saying_timings_are_not_replayable(pytester):
     result = run_perf(pytester, "--replay", str(REPLAY), "--inventory", str(ROOT / "inventories" / "kpro6.toml"),
                       "-rs", "-p", "no:xdist")
-    assert result.ret == 5  # nothing checked (llmval.exitcodes.ExitCode.NOTHING_CHECKED): every test skipped
+    assert result.ret == 5  # nothing checked (llmval.report.exitcodes.ExitCode.NOTHING_CHECKED): every test skipped
     result.stdout.fnmatch_lines(["*SKIPPED*perf timings are not replayable*"])
     assert "passed" not in result.stdout.str().splitlines()[-1]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmval.errors import InventoryError
+from llmval.core.errors import InventoryError
 from llmval.inventory import PerfSpec, parse_inventory
 
 BASE = {"deployment": {"name": "d", "kind": "lab", "goal": "g"},

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llmval.core.errors import InventoryError
 from llmval.engines import VllmAdapter
-from llmval.errors import InventoryError
 from llmval.inventory import PerfSpec
 from llmval.load import RatePoint, RequestRecord, Slo, Workload, goodput, plot_sweep, poisson_offsets, run_load
 

@@ -123,7 +123,7 @@ def test_other_traffic_in_the_window_is_reported():
 
 
 def test_too_short_input_is_a_clear_error():
-    from llmval.errors import EndpointError
+    from llmval.core.errors import EndpointError
     with pytest.raises(EndpointError, match="too short"):
         _run(FakeServer(FakeClock()), Workload(model="m", input_len=3, output_len=2, concurrency=1, num_requests=1,
                                                 warmup_requests=0))

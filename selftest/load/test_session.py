@@ -10,8 +10,8 @@ import json
 import httpx
 import pytest
 
+from llmval.core.errors import NotReady
 from llmval.engines import VllmAdapter
-from llmval.errors import NotReady
 from llmval.inventory import load_inventory
 from llmval.load import BaselineStore, OtherLoad, PerfSession, wait_idle
 from selftest.strategies import ROOT

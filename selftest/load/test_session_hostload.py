@@ -10,10 +10,10 @@ import json
 import httpx
 import pytest
 
-from llmval.errors import LlmvalError
+from llmval.core.errors import LlmvalError
+from llmval.core.verdict import Cause, could_not_check
 from llmval.inventory import load_inventory
 from llmval.load import BaselineStore, ClientHostBusy, HostWindow, PerfSession
-from llmval.verdict import Cause, could_not_check
 from selftest.strategies import ROOT
 
 from .fakes import FakeClock

@@ -1,12 +1,12 @@
-"""llmval.speculative: tokens per streamed chunk under speculative decoding, and the per-chunk-ITL trap."""
+"""llmval.load.speculative: tokens per streamed chunk under speculative decoding, and the per-chunk-ITL trap."""
 
 from __future__ import annotations
 
 import pytest
 
-from llmval.errors import EndpointError
+from llmval.core.errors import EndpointError
 from llmval.load import RequestRecord
-from llmval.speculative import stream_chunking
+from llmval.load.speculative import stream_chunking
 
 
 def _record(tokens: int, chunks: int, step_s: float = 0.1) -> RequestRecord:

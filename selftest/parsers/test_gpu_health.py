@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmval.errors import ParseError
+from llmval.core.errors import ParseError
 from llmval.parsers.gpu_health import has_boot_banner, is_reported, parse_gpu_health_xml, parse_xid_lines
 from selftest.strategies import ROOT
 

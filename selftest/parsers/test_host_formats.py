@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from llmval.errors import ParseError
+from llmval.core.errors import ParseError
 from llmval.hostfacts import FILE_LIST, IP_ADDR, SHA256
 from llmval.parsers.docker import image_matches, parse_docker_inspect
 from llmval.parsers.env import parse_environ

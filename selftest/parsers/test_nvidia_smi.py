@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmval.errors import ParseError
+from llmval.core.errors import ParseError
 from llmval.parsers.nvidia_smi import (
     GPU_QUERY_FIELDS,
     normalize_bus_id,

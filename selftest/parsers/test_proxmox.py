@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmval.errors import ParseError
+from llmval.core.errors import ParseError
 from llmval.parsers.proxmox import parse_lspci_k, parse_lxc_conf, parse_pci_drivers, parse_vm_conf
 from selftest.strategies import ROOT
 

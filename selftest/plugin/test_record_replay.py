@@ -50,5 +50,5 @@ def test_replay_of_an_unrecorded_request_is_could_not_check(pytester, tmp_path):
         "host": "localhost", "command": "uname -a", "rc": 0, "stdout": "Linux\n", "stderr": "", "duration_s": 0.0,
         "timed_out": False}) + "\n")
     result = run_contract(pytester, "-m", "smoke and serving", "-p", "no:xdist", "--replay", str(empty))
-    assert result.ret == 10  # could not check (llmval.exitcodes.ExitCode.COULD_NOT_CHECK)
+    assert result.ret == 10  # could not check (llmval.report.exitcodes.ExitCode.COULD_NOT_CHECK)
     assert "could not check (ReplayMiss)" in result.stdout.str()

@@ -13,8 +13,8 @@ import pytest
 
 from llmval.inventory import load_inventory
 from llmval.report import build_status, render_markdown
-from llmval.results import previous_results, results_document, write_document
-from llmval.scope import RunScope, Selection, scope_of, scope_of_document
+from llmval.report.results import previous_results, results_document, write_document
+from llmval.report.scope import RunScope, Selection, scope_of, scope_of_document
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]

@@ -1,7 +1,7 @@
 """Crafted recording folders that must not be turned into a replay: each builds one hostile or broken folder
 and says where the error must point (`file:line`, or the file alone when the file itself is refused).
 
-SYNTHESIZED: every line here is written by this module (shaped like `llmval.recording`'s records); nothing is
+SYNTHESIZED: every line here is written by this module (shaped like `llmval.io.recording`'s records); nothing is
 a capture. `python -m selftest.recording.probe` runs each through the real `pytest --replay` and tabulates the
 exit code, the time taken and whether the error names the place.
 """

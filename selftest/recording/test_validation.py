@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from llmval.errors import RecordingError
-from llmval.recording import MAX_FILE_BYTES, Replay
+from llmval.core.errors import RecordingError
+from llmval.io.recording import MAX_FILE_BYTES, Replay
 from selftest.plugin.test_options import run_contract
 from selftest.recording.shapes import SHAPES, command_record, http_record
 from selftest.strategies import ROOT

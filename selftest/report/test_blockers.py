@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from llmval.core.verdict import Verdict, make_verdict
 from llmval.inventory import BlockerSpec, DecisionSpec
 from llmval.report import judge, lifted_message, reference_problems
 from llmval.report.blockers import HOLDS, LIFTED
-from llmval.verdict import Verdict, make_verdict
 
 P2P = BlockerSpec(id="p2p", check="hosts.nccl.p2p", subject="kpro6*", reason="IOMMU", revisit="p2p-off")
 DECISION = DecisionSpec(id="p2p-off", decision="NCCL_P2P_DISABLE=1", rationale="FSP needs IOMMU translation")

@@ -16,11 +16,11 @@ import xml.etree.ElementTree as ET
 import pytest
 from markdown_it import MarkdownIt
 
+from llmval.core.verdict import make_verdict
 from llmval.inventory import load_inventory, parse_inventory
 from llmval.report import build_status, render_html, render_markdown
 from llmval.report.junit import finish_junit
-from llmval.results import Measured, RunResults, TestResult
-from llmval.verdict import make_verdict
+from llmval.report.results import Measured, RunResults, TestResult
 from selftest.hostile.harness import run_contract
 from selftest.hostile.server import MODEL, HostileServer, answer
 from selftest.strategies import ROOT

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import shutil
 
-from llmval.errors import LlmvalError, ReplayMiss
+from llmval.core.errors import LlmvalError, ReplayMiss
+from llmval.core.verdict import could_not_check, make_verdict
 from llmval.inventory import load_inventory
 from llmval.needle.runner import CellNotMeasured
 from llmval.report import build_status, render_markdown
-from llmval.results import RunResults, TestResult
-from llmval.verdict import could_not_check, make_verdict
+from llmval.report.results import RunResults, TestResult
 from selftest.plugin.test_options import run_contract
 from selftest.strategies import ROOT
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmval.contract import redact
+from llmval.core.contract import redact
 from llmval.report.secrets import redact_tree
 
 

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from llmval.errors import LlmvalError
-from llmval.results import TestResult, load_results, previous_results, write_results
+from llmval.core.errors import LlmvalError
+from llmval.report.results import TestResult, load_results, previous_results, write_results
 
 STARTED = dt.datetime(2026, 11, 30, 3, 0, 0, tzinfo=dt.UTC)
 

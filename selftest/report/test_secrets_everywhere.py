@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from llmval.contract import encoded_forms
+from llmval.core.contract import encoded_forms
 from selftest.strategies import ROOT
 
 PLANTED = {
@@ -140,8 +140,8 @@ def test_planted_secrets_reach_no_file_and_no_terminal_line(tmp_path, monkeypatc
 
 
 def test_a_key_over_plain_http_to_a_remote_host_is_warned_once_per_endpoint(monkeypatch):
-    from llmval.http import plaintext_key_warnings
     from llmval.inventory import parse_inventory
+    from llmval.io.http import plaintext_key_warnings
 
     monkeypatch.setenv("LLMVAL_SELFTEST_AUTH", PLANTED["LLMVAL_SELFTEST_AUTH"])
     endpoints = [{"name": name, "platform": "p", "base_url": url, "engine": "openai", "model": "m",
@@ -157,8 +157,8 @@ def test_a_key_over_plain_http_to_a_remote_host_is_warned_once_per_endpoint(monk
 def test_ssh_control_sockets_live_in_a_private_folder(tmp_path, monkeypatch):
     import tempfile
 
-    from llmval.errors import HostUnreachable
-    from llmval.transport import control_dir
+    from llmval.core.errors import HostUnreachable
+    from llmval.io.transport import control_dir
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     folder = control_dir()

@@ -1,6 +1,6 @@
 """The typed verdict end to end: root cause first, junit for CI, exit codes, no green by omission.
 
-Pure parts (llmval.verdict, llmval.exitcodes, the status model) are tested directly; the pytest wiring runs
+Pure parts (llmval.core.verdict, llmval.report.exitcodes, the status model) are tested directly; the pytest wiring runs
 the contract in a subprocess (pytester) on the REAL wrong-model recording and on planted test modules.
 The README's exit-code table names the tests here.
 """
@@ -14,14 +14,14 @@ import xml.etree.ElementTree as ET
 import pytest
 from pydantic import BaseModel
 
-from llmval.errors import HostUnreachable, LlmvalError
-from llmval.exitcodes import ExitCode, run_exit_code
+from llmval.core.errors import HostUnreachable, LlmvalError
+from llmval.core.verdict import Cause, could_not_check, make_verdict
 from llmval.inventory import AgenticSpec, EndpointSpec, HostSpec, Inventory, NiahSpec, PerfSpec, load_inventory
-from llmval.judged import FACTS, SETTINGS, not_judged
 from llmval.report import build_status, render_markdown
+from llmval.report.exitcodes import ExitCode, run_exit_code
+from llmval.report.judged import FACTS, SETTINGS, not_judged
 from llmval.report.junit import junit_names
-from llmval.results import RunResults, TestResult
-from llmval.verdict import Cause, could_not_check, make_verdict
+from llmval.report.results import RunResults, TestResult
 from selftest.plugin.test_options import run_contract
 from selftest.report.test_plugin import INVENTORIES, run_with
 from selftest.strategies import ROOT
@@ -121,7 +121,7 @@ def test_wrong_model_replay_puts_serving_model_id_first_and_junit_carries_the_ve
 
 
 COULD_NOT = '''
-from llmval.errors import HostUnreachable
+from llmval.core.errors import HostUnreachable
 
 
 def test_probe_cannot_reach(expect):
@@ -194,7 +194,7 @@ def test_every_inventory_field_is_a_judged_fact_or_a_setting(section, model):
 
     for path in _field_paths(model):
         assert covered(path, FACTS[section]) != covered(path, SETTINGS[section]), \
-            f"{section}.{path}: add it to llmval.judged FACTS (with the checks judging it) or SETTINGS"
+            f"{section}.{path}: add it to llmval.report.judged FACTS (with the checks judging it) or SETTINGS"
 
 
 def test_declared_facts_without_a_verdict_are_listed():

@@ -1,6 +1,6 @@
 """One error boundary per foreign library (issue 22.2), as httpx maps httpcore's errors (`map_httpcore_exceptions`):
-httpx and httpx-sse errors become ours in `llmval.http` only, most specific first, chained `from exc`; the error
-tree in `llmval.errors` lists every error class of the suite, and every one is exported."""
+httpx and httpx-sse errors become ours in `llmval.io.http` only, most specific first, chained `from exc`; the error
+tree in `llmval.core.errors` lists every error class of the suite, and every one is exported."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import httpx_sse
 import pytest
 
 import llmval
-from llmval import errors
-from llmval.errors import EndpointError, EndpointProtocolError, EndpointTimeout, EndpointUnreachable, LlmvalError
-from llmval.http import HTTPX_ERRORS, get_json, httpx_errors, make_client
+from llmval.core import errors
+from llmval.core.errors import EndpointError, EndpointProtocolError, EndpointTimeout, EndpointUnreachable, LlmvalError
+from llmval.io.http import HTTPX_ERRORS, get_json, httpx_errors, make_client
 from selftest.strategies import ROOT
 
 
@@ -73,11 +73,11 @@ def test_get_json_says_what_came_back_through_the_boundary():
 
 
 def test_no_module_but_the_boundary_catches_httpx_errors():
-    """`except httpx.HTTPError` (or any httpx/httpx-sse error) appears in `llmval.http` only; the h11 transport
+    """`except httpx.HTTPError` (or any httpx/httpx-sse error) appears in `llmval.io.http` only; the h11 transport
     raises httpx's errors (it is below the boundary: a transport), and catches none but its own read's."""
     offenders = []
     for path in sorted([*(ROOT / "src" / "llmval").rglob("*.py"), *(ROOT / "fixtures").rglob("*.py")]):
-        if path.name == "http.py" and path.parent.name == "llmval":
+        if path.name == "http.py" and path.parent.name == "io":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ExceptHandler) and node.type is not None:
@@ -125,12 +125,13 @@ def test_the_error_tree_lists_every_error_class_under_its_real_parent():
 
 
 def test_every_error_class_is_exported_by_its_package():
-    """`llmval` exports the classes of `llmval.errors`; each other one its own area (`llmval.hostfacts.GpusLost`)."""
+    """`llmval` exports the classes of `llmval.core.errors`; each other one its own area
+    (`llmval.hostfacts.GpusLost`)."""
     missing = []
     for cls in _all_error_classes():
         area = cls.__module__.split(".")[1]
-        namespace = llmval if area == "errors" else importlib.import_module(f"llmval.{area}")
-        exported = getattr(namespace, "__all__", None)  # a module without one (llmval.health) exports every name
+        namespace = llmval if cls.__module__ == errors.__name__ else importlib.import_module(f"llmval.{area}")
+        exported = getattr(namespace, "__all__", None)  # a package without one exports every name
         if (exported is not None and cls.__name__ not in exported) or getattr(namespace, cls.__name__, None) is not cls:
             missing.append(f"{namespace.__name__}.{cls.__name__}")
     assert missing == []

@@ -15,9 +15,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from llmval.errors import ReplayMiss
+from llmval.core.errors import ReplayMiss
+from llmval.engines.serving_process import StaleEvidence, check_log_owner
 from llmval.inventory import load_inventory
-from llmval.serving_process import StaleEvidence, check_log_owner
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from llmval.__main__ import main
-from llmval.init import PLATFORMS
+from llmval.cli.init import PLATFORMS
 from llmval.inventory import load_inventory
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from llmval.__main__ import main
+from llmval.cli.snapshot import diff, placeholder_paths, show, take, write_toml
 from llmval.inventory import load_inventory
-from llmval.snapshot import diff, placeholder_paths, show, take, write_toml
 from selftest.hosts._contract import not_passed, run_hosts
 from selftest.strategies import ROOT
 

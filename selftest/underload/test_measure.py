@@ -10,9 +10,9 @@ import json
 import httpx
 import pytest
 
-from llmval.errors import NotReady
-from llmval.http import endpoint_client, make_async_client
+from llmval.core.errors import NotReady
 from llmval.inventory import EndpointSpec, PerfSpec
+from llmval.io.http import endpoint_client, make_async_client
 from llmval.load._wire import WireClient
 from llmval.toolcalls import build_catalogue
 from llmval.underload import CorrectnessRun, measure, measure_async

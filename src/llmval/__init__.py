@@ -7,8 +7,8 @@ in `fixtures/` fetch facts with it and the contract tests in `tests/` judge them
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
-from .contract import mismatch, redact
-from .errors import (
+from .core.contract import mismatch, redact
+from .core.errors import (
     CommandFailed,
     CommandTimeout,
     EndpointError,
@@ -25,9 +25,9 @@ from .errors import (
     ReplayMiss,
     UnsafeArgument,
 )
+from .core.verdict import Cause, Verdict
 from .inventory import Inventory, inventory_json_schema, load_inventory
-from .recording import CommandResult, Recorder, Replay
-from .verdict import Cause, Verdict
+from .io.recording import CommandResult, Recorder, Replay
 
 DISTRIBUTION = "pytest-llmval"
 """The name on the package index (`pip install pytest-llmval`): the index's `llmval` is another project. The import

@@ -7,7 +7,7 @@ reason), never a pass or a failure, unless `gpus.health.not_reported` lists the 
 
 import pytest
 
-from llmval import health
+from llmval.gpu import health
 
 pytestmark = [pytest.mark.hosts, pytest.mark.smoke, pytest.mark.needs("gpus.health")]
 

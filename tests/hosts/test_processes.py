@@ -3,8 +3,8 @@ zombie workers: `kill -9` of the API server leaves `VLLM::EngineCore` holding th
 
 import pytest
 
-from llmval.errors import ReplayMiss
-from llmval.holders import endpoint_ports, read_judgement
+from llmval.core.errors import ReplayMiss
+from llmval.gpu.holders import endpoint_ports, read_judgement
 
 pytestmark = [pytest.mark.hosts, pytest.mark.smoke, pytest.mark.needs("gpu_processes")]
 

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from llmval.http import make_async_client
+from llmval.io.http import make_async_client
 from llmval.load import completion_payload, stream_completion
-from llmval.speculative import stream_chunking
+from llmval.load.speculative import stream_chunking
 
 pytestmark = [pytest.mark.serving, pytest.mark.smoke]
 

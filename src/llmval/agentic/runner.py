@@ -14,8 +14,8 @@ import datetime as dt
 import time
 from collections.abc import Callable
 
+from ..core.errors import LlmvalError
 from ..engines.base import EngineAdapter, StreamedChat
-from ..errors import LlmvalError
 from ..inventory import AgenticSpec
 from ..needle.grid import GateVerdict, evaluate_gates
 from ..needle.runner import GridCells

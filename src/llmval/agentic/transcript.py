@@ -28,7 +28,7 @@ import string
 from collections.abc import Callable
 from typing import Literal
 
-from ..errors import LlmvalError
+from ..core.errors import LlmvalError
 from ._corpus import (
     BODY_LINES,
     CONFIG_KEYS,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engines.base import EngineAdapter
-from ..http import make_async_client
+from ..io.http import make_async_client
 from ..load import Workload, run_load
 from ..load._parallel import auto_workers, run_load_parallel
 from ..load._wire import WireClient

@@ -18,8 +18,8 @@ import os
 import time
 from pathlib import Path
 
+from ..core.errors import LlmvalError
 from ..engines import ADAPTERS
-from ..errors import LlmvalError
 from ..inventory import EndpointSpec, PerfSpec
 from ..inventory.perf import TOOL_CATEGORIES
 from ..underload import measure

@@ -44,9 +44,9 @@ from pathlib import Path
 
 import httpx
 
+from ..core.errors import EndpointError
 from ..engines import VllmAdapter
-from ..errors import EndpointError
-from ..http import httpx_errors
+from ..io.http import httpx_errors
 from ..load import read_counters, window_deltas
 from ..load._lock import engine_lock
 from ..load._parallel import auto_workers, run_load_parallel

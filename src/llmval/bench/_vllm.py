@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import LlmvalError
+from ..core.errors import LlmvalError
 
 _WORKER = """
 import json, sys, traceback

@@ -31,6 +31,7 @@ from .base import (
 from .logs import normalize_dtype, parse_sglang_log, parse_vllm_log
 from .logsource import launch_log_of, launch_log_path
 from .metrics import Metrics, parse_metrics
+from .serving_process import StaleEvidence
 from .sglang import SglangAdapter
 from .vllm import VllmAdapter
 
@@ -52,6 +53,7 @@ __all__ = [
     "NotExposed",
     "SampledMetrics",
     "SglangAdapter",
+    "StaleEvidence",
     "StreamedChat",
     "VllmAdapter",
     "adapter_class",

@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 import httpx
 import httpx_sse
 
-from ..answers import ChatCompletion, ModelList, checked, parse_json
-from ..contract import excerpt, shorten
-from ..errors import EndpointError, EndpointProtocolError, EndpointTimeout, LlmvalError, ReplayMiss
-from ..http import httpx_errors, json_of
+from ..core.contract import excerpt, shorten
+from ..core.errors import EndpointError, EndpointProtocolError, EndpointTimeout, LlmvalError, ReplayMiss
 from ..inventory import EndpointSpec
+from ..io.answers import ChatCompletion, ModelList, checked, parse_json
+from ..io.http import httpx_errors, json_of
 from .logs import normalize_dtype
 from .metrics import Metrics, parse_metrics
 
@@ -210,7 +210,7 @@ class EngineAdapter:
 
     # ---- HTTP, bounded -----------------------------------------------------------------------
     def _fail(self, path: str, error: EndpointError) -> EndpointError:
-        """`error` (translated at `llmval.http.httpx_errors`, saying method, URL and what happened) named for this
+        """`error` (translated at `llmval.io.http.httpx_errors`, saying method, URL and what happened) named for this
         endpoint; the endpoint is marked dead when a short /health probe fails too."""
         reason = str(error)
         if self._confirm_dead(path):
@@ -269,7 +269,7 @@ class EngineAdapter:
             raise self._fail(path, error) from error
 
     def get_json(self, path: str, *, method: str = "GET", json_body: object | None = None) -> Any:
-        """JSON of a 2xx answer, or EndpointError saying what came back (`llmval.http.json_of`)."""
+        """JSON of a 2xx answer, or EndpointError saying what came back (`llmval.io.http.json_of`)."""
         return json_of(self.request(method, path, json_body=json_body), endpoint=self.spec.name, method=method,
                        path=path)
 
@@ -447,7 +447,7 @@ class EngineAdapter:
     @classmethod
     def log_server_pids(cls, log_text: str) -> list[int]:
         """The pids of the server process(es) the engine's own log lines name ([] when its lines carry none):
-        `llmval.serving_process` ties a startup log to the process that serves the port now."""
+        `llmval.engines.serving_process` ties a startup log to the process that serves the port now."""
         return []
 
     @classmethod

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 
-from ..contract import excerpt
-from ..errors import EndpointError
+from ..core.contract import excerpt
+from ..core.errors import EndpointError
 from .base import Acceptance, CacheHits, EngineAdapter, Fact, KvEvidence, NotExposed, SampledMetrics
 from .logs import SglangLogFacts, is_quantized_kv, normalize_dtype, parse_sglang_log
 from .metrics import Metrics, delta

@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 import re
 
-from ..answers import Version, checked
-from ..contract import shorten
-from ..errors import ParseError
+from ..core.contract import shorten
+from ..core.errors import ParseError
+from ..io.answers import Version, checked
 from .base import (
     Acceptance,
     CacheHits,

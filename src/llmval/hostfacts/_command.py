@@ -1,11 +1,12 @@
 """The command vocabulary as a host fact's module imports it (`from ._command import Command, PATH`).
 
-It is `llmval.command`: one definition for host facts, engine-log reads, the readiness watch and the transport.
+It is `llmval.io.command`: one definition for host facts, engine-log reads, the readiness watch and the transport.
 """
 
 from __future__ import annotations
 
-from ..command import (
+from ..inventory._values import MAX_VALUE_CHARS
+from ..io.command import (
     ARG_RE,
     CONTAINER,
     GLOB,
@@ -21,7 +22,6 @@ from ..command import (
     Rendered,
     UnsafeArgument,
 )
-from ..inventory._values import MAX_VALUE_CHARS
 
 __all__ = ["ARG_RE", "CONTAINER", "GLOB", "GLOB_ARG_RE", "MAX_VALUE_CHARS", "NUMBER", "PATH", "PATTERN",
            "SAFE_WORD_RE", "TEXT", "UNIT", "Command", "Kind", "Rendered", "UnsafeArgument"]

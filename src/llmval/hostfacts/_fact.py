@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..command import COMMANDS, allow, family_of, is_read_only
-from ..errors import CommandFailed, LlmvalError
+from ..core.errors import CommandFailed, LlmvalError
 from ..inventory import HostSpec
-from ..recording import CommandResult
-from ..transport import Connection
+from ..io.command import COMMANDS, allow, family_of, is_read_only
+from ..io.recording import CommandResult
+from ..io.transport import Connection
 from ._command import Command
 
 __all__ = ["COMMANDS", "FACTS", "Fact", "HostFacts", "Reader", "allow", "fact", "fact_plan", "failure_text",

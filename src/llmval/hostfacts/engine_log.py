@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import CommandFailed, InventoryError
 from ..engines.logsource import (
     LOG_KINDS,
     MAX_LINES,
@@ -35,7 +36,6 @@ from ..engines.logsource import (
     STARTUP_LINES,
     launch_log_of,
 )
-from ..errors import CommandFailed, InventoryError
 from ..inventory import EndpointSpec, Inventory
 from ._command import CONTAINER, PATH, TEXT, UNIT, Command, Rendered
 from ._fact import allow

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import CommandFailed, ReplayMiss
+from ..core.errors import CommandFailed, ReplayMiss
 from ..inventory import Source
 from ..parsers.env import parse_environ
 from ..parsers.procs import split_ps_rows

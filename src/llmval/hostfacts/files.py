@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CommandFailed, LlmvalError
+from ..core.errors import CommandFailed, LlmvalError
 from ..inventory import HostSpec, ModelFileSpec
 from ..parsers.files import parse_find_listing, parse_sha256sum
 from ._command import PATH, Command

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 
-from ..errors import CommandFailed, LlmvalError
+from ..core.errors import CommandFailed, LlmvalError
 from ..parsers.nvidia_smi import (
     GPU_QUERY_FIELDS,
     GpuInfo,

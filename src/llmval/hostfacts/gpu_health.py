@@ -1,14 +1,14 @@
 """GPU health (issue 16): the health fields of `nvidia-smi -q -x`, a second clocks sample, kernel-log Xids.
 
-Judging lives in `llmval.health`; this module only declares what is read and how it is parsed.
+Judging lives in `llmval.gpu.health`; this module only declares what is read and how it is parsed.
 """
 
 from __future__ import annotations
 
 import time
 
-from ..errors import ReplayMiss
-from ..health import RESAMPLE_INTERVAL_S, KernelLog, read_dmesg, read_journal
+from ..core.errors import ReplayMiss
+from ..gpu.health import RESAMPLE_INTERVAL_S, KernelLog, read_dmesg, read_journal
 from ..parsers.gpu_health import CLOCKS_QUERY_FIELDS, GpuHealth, parse_clocks_query, parse_gpu_health_xml
 from ._command import Command
 from ._fact import Reader, fact

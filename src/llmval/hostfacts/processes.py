@@ -19,7 +19,7 @@ Four read-only commands, each its own fact:
 
 from __future__ import annotations
 
-from ..errors import CommandFailed
+from ..core.errors import CommandFailed
 from ..inventory._values import PIDS
 from ..parsers.procs import (
     ComputeApp,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import CommandFailed
+from ..core.errors import CommandFailed
 from ..parsers.docker import ContainerInfo, parse_docker_inspect
 from ..parsers.systemd import UnitState, parse_systemctl_show
 from ._command import CONTAINER, UNIT, Command

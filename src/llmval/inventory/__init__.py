@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError, ValidationInfo, model_validator
 
-from ..errors import InventoryError
+from ..core.errors import InventoryError
 from ._base import Spec
 from ._checks import raw_problems, reference_problems
 from .accuracy import AgenticSpec, NiahSpec

@@ -44,7 +44,7 @@ MAX_VALUE_CHARS = 4096
 @dataclass(frozen=True)
 class Kind:
     """The shape of one value that reaches a host command, defined once: the inventory validates it when it
-    loads (`UnitName`, `HostPath`, ...) and a `llmval.command.Command` argument of this kind refuses it at render
+    loads (`UnitName`, `HostPath`, ...) and a `llmval.io.command.Command` argument of this kind refuses it at render
     and at check. A name, a charset (full match), an example for self-tests, and an optional further check."""
 
     name: str
@@ -97,7 +97,7 @@ TEXT = Kind("message", r"[\w.,:/@%+=~ ()\[\]-]+", "reports/launch/start-vllm.log
 PIDS = Kind("comma-separated pid list", r"[0-9]{1,10}(?:,[0-9]{1,10}){0,255}", "4242,4101")
 """Process ids for `ps -p` (found on the host by an earlier read, never from the inventory)."""
 KINDS: tuple[Kind, ...] = (PATH, GLOB, UNIT, CONTAINER, NUMBER, PATTERN, TEXT, PIDS)
-"""Every kind of command argument (`llmval.command` re-exports them)."""
+"""Every kind of command argument (`llmval.io.command` re-exports them)."""
 _ANY_PATH = Kind("path", r"[^\x00-\x1f\x7f]+", "~/.ssh/id_ed25519")
 """A path on this machine only (an ssh identity file): never a command argument on a host."""
 

@@ -1,18 +1,18 @@
 """Why a launch or a teardown failed. All are `LlmvalError`s: the suite could not bring the stack up
 (or down) to judge it, which is reported as an ERROR, never as a failed contract check.
 
-    NotReady (llmval.errors)
+    NotReady (llmval.core.errors)
      ├── Crashed       a process, unit or container we watch died while starting (exit code, log excerpt)
      ├── CrashLoop     a systemd unit or container restarted N times while starting (restart counter)
      ├── Hung          no new log output for `no_progress_s` (last lines, e.g. after NCCL channel setup)
      └── PortInUse     something already answers on the endpoint's port before launch
-    HostError (llmval.errors)
+    HostError (llmval.core.errors)
      └── TeardownError teardown ran every step but left something behind (what, where, the fix)
 """
 
 from __future__ import annotations
 
-from ..errors import HostError, NotReady
+from ..core.errors import HostError, NotReady
 
 
 class Crashed(NotReady):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 
 RAY_SECTION_RE = re.compile(r"^(?P<name>[A-Z][A-Za-z ]*):\s*$")
 RAY_NODE_LINE_RE = re.compile(r"^\s+(?P<count>\d+)\s+(?P<node>\S+)\s*$")

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..contract import redact
+from ..core.contract import redact
 
 LAUNCH_ID_ENV = "LLMVAL_LAUNCH_ID"
 TERM_GRACE_S = 15.0

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from ..command import Rendered
-from ..contract import redact
-from ..errors import EndpointError, HostError
-from ..http import httpx_errors
-from ..transport import Connection
+from ..core.contract import redact
+from ..core.errors import EndpointError, HostError
+from ..io.command import Rendered
+from ..io.http import httpx_errors
+from ..io.transport import Connection
 from ._parse import error_line
 from ._watch import DockerWatch, FileWatch, Observation, SystemdWatch, Watch, observe_safely
 

@@ -30,11 +30,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..contract import redact
-from ..errors import EndpointError, HostError, InventoryError, LlmvalError, NotReady, ParseError
-from ..http import httpx_errors
+from ..core.contract import redact
+from ..core.errors import EndpointError, HostError, InventoryError, LlmvalError, NotReady, ParseError
 from ..inventory import Inventory, StepSpec
-from ..transport import Connection
+from ..io.http import httpx_errors
+from ..io.transport import Connection
 from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
 from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
 from ._process import BackgroundProcess, ProcessInfo, launch_id_of, listeners, tagged_processes

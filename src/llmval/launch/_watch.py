@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..command import Rendered
-from ..errors import HostError, UnsafeArgument
+from ..core.errors import HostError, UnsafeArgument
 from ..hostfacts.watch import (
     TAIL_LINES,
     WATCH_CONTAINER,
@@ -27,7 +26,8 @@ from ..hostfacts.watch import (
     WATCH_UNIT,
 )
 from ..inventory.launch import WATCH_RE
-from ..transport import Connection
+from ..io.command import Rendered
+from ..io.transport import Connection
 from ._process import BackgroundProcess
 
 JOURNAL_CURSOR_PREFIX = "-- cursor:"

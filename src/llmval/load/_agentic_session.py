@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..engines import adapter_class
-from ..http import api_key_headers
 from ..inventory import EndpointSpec, PerfSpec
+from ..io.http import api_key_headers
 from ._agentic import AgenticProfile, AgenticRun, plot_agentic, run_agentic
 from ._hostload import ClientHostBusy, HostWindow
 from ._lock import engine_lock

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 from ._engine import server_key
 from ._runner import LoadRun
 

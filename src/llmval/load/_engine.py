@@ -26,7 +26,7 @@ import httpx
 
 from ..engines import EngineAdapter
 from ..engines.metrics import Metrics, parse_metrics
-from ..http import httpx_errors
+from ..io.http import httpx_errors
 
 
 async def _get(client: httpx.AsyncClient, path: str, endpoint: str) -> httpx.Response | None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import LlmvalError
+from ..core.errors import LlmvalError
 
 OTHER_SHARE_MAX = 0.25
 """Other processes may keep at most this share of the CPUs busy during a window (on 2 CPUs: half a core)."""

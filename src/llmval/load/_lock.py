@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import NotReady
+from ..core.errors import NotReady
 
 
 class _LockTimeout(Exception):

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from ..errors import EndpointError
-from ..http import httpx_errors
+from ..core.errors import EndpointError
+from ..io.http import httpx_errors
 
 _WORD_TEXT = (
     "river stone paper light garden window market silver orange winter yellow forest simple engine "

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import httpx
 import httpx_sse
 
-from ..bounded import HUNG
-from ..errors import EndpointError
-from ..http import httpx_errors
+from ..core.errors import EndpointError
+from ..io.bounded import HUNG
+from ..io.http import httpx_errors
 
 Clock = Callable[[], float]
 
@@ -140,9 +140,9 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
     record = record or RequestRecord()
     timing = _Timing(record)
     record.start_time = clock()
-    total_s = client.timeout.read  # the whole request's time, as every request of the suite (llmval.bounded)
+    total_s = client.timeout.read  # the whole request's time, as every request of the suite (llmval.io.bounded)
     try:
-        with httpx_errors():  # httpx's errors become ours here (llmval.http), the connect's included
+        with httpx_errors():  # httpx's errors become ours here (llmval.io.http), the connect's included
             async with asyncio.timeout(total_s), client.stream("POST", path, json=payload) as response:
                 if response.status_code != 200:
                     body = (await response.aread()).decode("utf-8", "replace")
@@ -156,7 +156,7 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
     except _StreamBroken as broken:
         record.success = False
         record.error = str(broken)
-    except EndpointError as error:  # translated at llmval.http's boundary
+    except EndpointError as error:  # translated at llmval.io.http's boundary
         record.success = False
         record.error = (f"not an SSE stream: {error.detail}" if error.kind == "SSEError"
                         else f"{error.kind}: {error.detail}")

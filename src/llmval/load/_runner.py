@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 
 import httpx
 
+from ..core.errors import LlmvalError
 from ..engines import EngineAdapter
-from ..errors import LlmvalError
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
 from ._rate import poisson_offsets

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from ..core.errors import LlmvalError
 from ..engines import EngineAdapter
 from ..engines.base import MEAN_KEYS, CacheHits
 from ..engines.metrics import Metrics, parse_metrics
-from ..errors import LlmvalError
-from ..http import httpx_errors
+from ..io.http import httpx_errors
 
 DEFAULT_INTERVAL_S = 1.0
 

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import httpx
 
+from ..core.errors import LlmvalError, NotReady
 from ..engines import EngineAdapter, adapter_class
-from ..errors import LlmvalError, NotReady
-from ..http import api_key_headers, endpoint_async_client
 from ..inventory import EndpointSpec, Inventory, PerfSpec
+from ..io.http import api_key_headers, endpoint_async_client
 from ._agentic_session import AgenticMeasured, measure_agentic
 from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
 from ._engine import read_counters, server_identity, server_key

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from ..errors import LlmvalError
+from ..core.errors import LlmvalError
 from ._words import (
     FILLER_CONNECTIVES,
     FILLER_OBJECTS,

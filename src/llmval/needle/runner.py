@@ -15,8 +15,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
+from ..core.errors import LlmvalError
 from ..engines import adapter_class
-from ..errors import LlmvalError
 from ..inventory import EndpointSpec, NiahSpec
 from .builder import TokenCounter
 from .grid import (

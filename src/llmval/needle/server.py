@@ -14,9 +14,9 @@ import time
 
 import httpx
 
+from ..core.errors import EndpointError
 from ..engines import ADAPTERS, EngineAdapter
-from ..errors import EndpointError
-from ..http import get_json
+from ..io.http import get_json
 
 PROBE_CONTENT = "Reply with OK."
 

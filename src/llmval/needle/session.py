@@ -15,8 +15,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
-from ..http import endpoint_client
 from ..inventory import EndpointSpec, Inventory
+from ..io.http import endpoint_client
 from .report import render_heatmap, write_grid_json
 from .runner import CellNotMeasured
 

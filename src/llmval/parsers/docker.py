@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 from .env import parse_env_assignments
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 
 SHA256SUM_RE = re.compile(r"^\\?(?P<sha>[0-9a-f]{64}) [ *](?P<path>.+)$")
 FIND_RE = re.compile(r"^(?P<size>\d+) (?P<mtime>\d+(?:\.\d+)?) (?P<path>.+)$")

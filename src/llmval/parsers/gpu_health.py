@@ -4,7 +4,7 @@
 mode and counters, retired pages, remapped rows, clocks event reasons, temperature, persistence mode and
 performance state) as `path -> text`, so a verdict can quote the element and its value exactly as nvidia-smi
 wrote them (`pci/pci_gpu_link_info/pcie_gen/current_link_gen=3`). `[N/A]`/`Not Supported` stay as they are:
-whether that is "not reported" is the judge's business (`llmval.health`).
+whether that is "not reported" is the judge's business (`llmval.gpu.health`).
 
     >>> xml = ('<nvidia_smi_log><gpu id="00000000:01:00.0"><persistence_mode>Enabled</persistence_mode>'
     ...        '<remapped_rows><remapped_row_pending>No</remapped_row_pending></remapped_rows></gpu></nvidia_smi_log>')
@@ -21,7 +21,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 from .nvidia_smi import NOT_AVAILABLE, normalize_bus_id
 
 HEALTH_SUBTREES = ("persistence_mode", "performance_state", "pci/pci_gpu_link_info", "ecc_mode", "ecc_errors",

@@ -12,7 +12,7 @@ import ipaddress
 import json
 from dataclasses import dataclass
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 
 GPU_QUERY_FIELDS = ("index", "name", "uuid", "pci.bus_id", "driver_version", "compute_cap", "memory.total")
 """Field order of the query we send (the one recorded on the real H200 host). A comma inside a name

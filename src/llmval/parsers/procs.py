@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 
 FUSER_ROW_RE = re.compile(r"^(?:(?P<file>/\S+):)?\s+(?P<user>\S+)\s+(?P<pid>\d+)\s+(?P<access>[Fframce.]+)\s+"
                           r"(?P<command>.+)$")

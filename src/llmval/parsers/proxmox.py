@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..errors import ParseError
+from ..core.errors import ParseError
 from .nvidia_smi import normalize_bus_id
 
 SECTION_RE = re.compile(r"^\[[^\]]+\]\s*$")

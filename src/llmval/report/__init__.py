@@ -1,7 +1,7 @@
 """The run's reports for people: the status document (Markdown and HTML), the diff against the last run,
 and the judgement of known blockers.
 
-Pure: everything here takes the results JSON (llmval.results) and the inventory and returns text or
+Pure: everything here takes the results JSON (llmval.report.results) and the inventory and returns text or
 data; the pytest glue is fixtures/reporting.py and fixtures/blockers.py.
 
     build_status(results, inventory, previous=..., plots=[...]) -> StatusDocument

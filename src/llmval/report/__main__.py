@@ -11,11 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import LlmvalError
+from ..core.errors import LlmvalError
 from ..inventory import load_inventory
-from ..results import RESULTS_FILE, history_files, load_results
 from .files import write_report
 from .html import render_html
+from .results import RESULTS_FILE, history_files, load_results
 from .secrets import inventory_secret_values
 from .status import build_status, render_markdown
 

@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
+from ..core.verdict import Cause, Verdict
 from ..inventory import BlockerSpec, DecisionSpec
-from ..results import BlockerRecord
-from ..verdict import Cause, Verdict
+from .results import BlockerRecord
 
 HOLDS = "holds"
 LIFTED = "lifted"

@@ -1,6 +1,6 @@
 """What changed between two runs of one deployment: verdicts, observed and measured values, the inventory.
 
-`diff_runs(previous, current)` takes two results JSON documents (see llmval.results) and returns
+`diff_runs(previous, current)` takes two results JSON documents (see llmval.report.results) and returns
 `Change`s, most important first: inventory edits (a gate raised, the model renamed), verdict changes,
 observed-value changes of the same check, measured-value changes, and the run's own setup.
 """
@@ -11,7 +11,7 @@ import dataclasses
 import json
 from typing import Any
 
-from ..results import upgrade_document
+from .results import upgrade_document
 
 INVENTORY = "inventory"
 VERDICT = "verdict"

@@ -1,7 +1,7 @@
 """Escaping for each format a report lands in: Markdown (status.md), HTML (report.html), XML (junit), terminal.
 
 What a server, a host or the inventory said is data, never markup: every such string passes through the
-function of the format it is written in, after `llmval.contract.visible` has written its control characters as
+function of the format it is written in, after `llmval.core.contract.visible` has written its control characters as
 escapes (ESC, BEL and NUL would move a terminal's cursor or end an XML file early).
 
     md_text("![x](http://t/p.png)\\n## Heading")   # -> ![x\\](http://t/p.png) ⏎ ## Heading: no image, no heading
@@ -21,7 +21,7 @@ import re
 
 from markdown_it import MarkdownIt
 
-from ..contract import visible
+from ..core.contract import visible
 
 LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
 NEWLINE_MARK = " ⏎ "

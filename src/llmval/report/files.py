@@ -27,8 +27,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..contract import redact
-from ..errors import LlmvalError
+from ..core.contract import redact
+from ..core.errors import LlmvalError
 
 
 class ReportsNotWritable(LlmvalError):

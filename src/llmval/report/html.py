@@ -9,8 +9,8 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from ..results import RunResults, parse_results
 from .escape import html_text, render_inline
+from .results import RunResults, parse_results
 from .status import DECLARED, ERROR, FAIL, INFO, LIFT, OK, UNCHECKED, XFAIL, Section, StatusDocument
 
 BADGES = {OK: ("holds", "#1a7f37"), FAIL: ("FAIL", "#cf222e"), ERROR: ("could not check", "#bc4c00"),

@@ -18,12 +18,12 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..contract import shorten
+from ..core.contract import shorten
+from ..core.verdict import Cause
 from ..inventory import Inventory
-from ..results import RunResults
-from ..verdict import Cause
 from .escape import xml_text
 from .files import write_bytes
+from .results import RunResults
 
 ENGINE_VERSION_MEASURE = "serving.engine.version"
 

@@ -1,8 +1,8 @@
 """Secrets the reports must never contain: values of the environment variables the inventory names.
 
 The inventory holds only references (`api_key_env`, `password_env`); whatever their variables hold is
-scrubbed from every report, on top of `llmval.contract.redact`'s secret-named variables and shapes, together
-with the start or end of one that a cut left (`llmval.contract.FRAGMENT`). A referenced variable holding fewer
+scrubbed from every report, on top of `llmval.core.contract.redact`'s secret-named variables and shapes, together
+with the start or end of one that a cut left (`llmval.core.contract.FRAGMENT`). A referenced variable holding fewer
 than `MIN_SECRET_LENGTH` (8) characters is refused at load (`secret_problems`, exit 4 naming the key): so short a
 value cannot be told from ordinary text, so it could be neither redacted nor kept.
 """
@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..contract import MIN_SECRET_LENGTH, redact
+from ..core.contract import MIN_SECRET_LENGTH, redact
 
 
 def _env_refs(value: Any) -> list[str]:

@@ -15,14 +15,14 @@ from collections import defaultdict
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
-from ..exitcodes import ExitCode
+from ..core.verdict import Cause, Verdict
 from ..inventory import Inventory
-from ..results import BlockerRecord, RunResults, TestResult, parse_results
-from ..scope import scope_of_document
-from ..verdict import Cause, Verdict
 from .blockers import HOLDS, LIFTED
 from .diff import Change, diff_runs
 from .escape import md_code, md_text
+from .exitcodes import ExitCode
+from .results import BlockerRecord, RunResults, TestResult, parse_results
+from .scope import scope_of_document
 
 # States an item can carry; renderers turn them into badges.
 OK, FAIL, ERROR, XFAIL, LIFT, UNCHECKED, DECLARED, INFO = (

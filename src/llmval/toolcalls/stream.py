@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from ..answers import ChatChunk, checked
+from ..core.errors import ParseError
 from ..engines.base import StreamedChat
-from ..errors import ParseError
+from ..io.answers import ChatChunk, checked
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
 """SGLang names the field reasoning_content; vLLM ≥0.17 names it reasoning."""

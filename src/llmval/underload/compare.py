@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..errors import LlmvalError
+from ..core.errors import LlmvalError
 from .probes import ProbeAnswer
 
 HELD_SHARE = 0.9

@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
-from ..errors import NotReady
+from ..core.errors import NotReady
 from ..load import RequestRecord
 
 Clock = Callable[[], float]

@@ -23,8 +23,8 @@ from typing import Protocol
 
 import httpx
 
+from ..core.errors import LlmvalError
 from ..engines import EngineAdapter, adapter_class
-from ..errors import LlmvalError
 from ..inventory import EndpointSpec, NiahSpec
 from ..inventory.perf import CorrectnessSpec
 from ..needle import ServerTokenCounter, ask, build_trial, score_answer

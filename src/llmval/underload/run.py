@@ -30,11 +30,11 @@ from pathlib import Path
 
 import httpx
 
+from ..core.errors import LlmvalError
 from ..engines import adapter_class, adapter_for
-from ..errors import LlmvalError
-from ..http import api_key_headers, endpoint_async_client, endpoint_client
 from ..inventory import EndpointSpec, PerfSpec
 from ..inventory.perf import CorrectnessSpec
+from ..io.http import api_key_headers, endpoint_async_client, endpoint_client
 from ..load import Workload, completion_payload, read_counters, wait_idle, workload_for
 from ..load._lock import engine_lock
 from ..load._prompts import WordPrompts

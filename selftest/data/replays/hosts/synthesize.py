@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from llmval import hostfacts as hf  # noqa: E402
 from llmval.inventory import Inventory, load_inventory  # noqa: E402
+from llmval.io.recording import CommandResult  # noqa: E402
 from llmval.parsers.gpu_health import CLOCK_REASONS  # noqa: E402
-from llmval.recording import CommandResult  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 Answers = dict[tuple[str, str], CommandResult]

@@ -17,7 +17,7 @@ since a recording is evidence of read-only commands, every recorded command has 
 family on the read-only allow-list (`llmval.hostfacts.is_read_only`) and every HTTP request is a GET or a
 POST to an http(s) URL.
 
-A host command is answered by its family and arguments (`llmval.command.Rendered.key`: the recorded text
+A host command is answered by its family and arguments (`llmval.io.command.Rendered.key`: the recorded text
 parsed back through the allow-list), so only a declared read is ever answered; a `--launch` step's own text
 (`Connection.run_step`, no family) by its exact text.
 """
@@ -40,9 +40,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..core.contract import redact
+from ..core.errors import RecordingError, ReplayMiss
 from .command import Key, Rendered, command_key
-from .contract import redact
-from .errors import RecordingError, ReplayMiss
 
 
 @dataclass(frozen=True)
@@ -259,7 +259,7 @@ class _Folder:
 
     @classmethod
     def load(cls, folder: Path, budget: int) -> _Folder:
-        from .hostfacts import is_read_only  # the allow-list lives with the declarations (it imports us)
+        from ..hostfacts import is_read_only  # the allow-list lives with the declarations (it imports us)
 
         loaded = cls(folder)
         allowed: dict[str, bool] = {}

@@ -14,20 +14,20 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    │    │                 of stderr, or of stdout when stderr is empty)
      │    │    └── GpusLost          (llmval.hostfacts) nvidia-smi says the GPUs are gone ("No devices were found")
      │    └── TeardownError      (llmval.launch) a stop step failed or something of ours was left running
-     ├── EndpointError       an HTTP endpoint did not answer usefully (status, body excerpt); `llmval.http` turns
+     ├── EndpointError       an HTTP endpoint did not answer usefully (status, body excerpt); `llmval.io.http` turns
      │    │                  every httpx and httpx-sse error into one of these (`httpx_errors`, `HTTPX_ERRORS`)
      │    ├── EndpointUnreachable    no connection: refused, reset, name not resolved, or it broke mid-answer
      │    ├── EndpointTimeout        no answer within the timeout (connect, read, write or pool)
      │    ├── EndpointProtocolError  the answer is not well-formed HTTP, or not the event stream asked for
      │    └── ModelNotServed         (llmval.engines) the endpoint does not serve the inventory's model
      ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
-     ├── StaleEvidence       (llmval.serving_process) the engine log is of a server that does not answer now
-     ├── NotReported         (llmval.health) a GPU health field is [N/A] / Not Supported, or no kernel log reads
+     ├── StaleEvidence       (llmval.engines.serving_process) the engine log is of a server that does not answer now
+     ├── NotReported         (llmval.gpu.health) a GPU health field is [N/A] / Not Supported, or no kernel log reads
      ├── ReplayMiss          --replay has no recorded answer for a command or request
      ├── RecordingError      a --replay folder is not a recording (file, line, reason): bad line, not a regular
      │                       file, over the size cap, a command off the read-only allow-list, two that disagree
      ├── ReportsNotWritable  (llmval.report) the reports folder (or a report in it) cannot be written
-     ├── UnsafeArgument      (llmval.command) a value would read as an option or break a read-only command
+     ├── UnsafeArgument      (llmval.io.command) a value would read as an option or break a read-only command
      ├── NotReady            a stack did not become ready (what, deadline, last observation)
      │    ├── Crashed            (llmval.launch) our process exited, the unit failed, the container exited
      │    ├── CrashLoop          (llmval.launch) the unit's or container's restart counter climbed
@@ -120,7 +120,7 @@ class CommandFailed(HostError):
 
 
 class EndpointError(LlmvalError):
-    """An HTTP endpoint did not answer usefully. Translated from a foreign error (`llmval.http.httpx_errors`):
+    """An HTTP endpoint did not answer usefully. Translated from a foreign error (`llmval.io.http.httpx_errors`):
     `kind` is its class name (`ReadTimeout`) and `detail` its own words; both empty otherwise."""
 
     def __init__(self, message: str, *, kind: str = "", detail: str = ""):

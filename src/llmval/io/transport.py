@@ -9,7 +9,7 @@ ssh to the node, then `pct exec <id> -- timeout -k 2 <T> /bin/sh -c <command>` t
 share one multiplexed connection (ControlMaster/ControlPath) per host; ssh's own failure (rc 255)
 becomes `HostUnreachable`, never a testinfra RuntimeError.
 
-`Connection.run` sends only a declared, rendered `Command` (`llmval.command`: `UNAME.render()`), so nothing
+`Connection.run` sends only a declared, rendered `Command` (`llmval.io.command`: `UNAME.render()`), so nothing
 a smoke or nightly run sends can be other than an allowed read; `Connection.run_step` is the one explicit
 path for the inventory's own `[launch]` steps (`--launch`), which are shell text by design.
 
@@ -39,9 +39,9 @@ from testinfra.backend.docker import DockerBackend
 from testinfra.backend.local import LocalBackend
 from testinfra.backend.ssh import SshBackend
 
+from ..core.errors import CommandFailed, CommandTimeout, HostUnreachable, UnsafeArgument
+from ..inventory import HostSpec, Inventory
 from .command import Rendered, is_declared
-from .errors import CommandFailed, CommandTimeout, HostUnreachable, UnsafeArgument
-from .inventory import HostSpec, Inventory
 from .recording import CommandResult, Recorder, Replay
 
 SSH_UNREACHABLE_RC = 255

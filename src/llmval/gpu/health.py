@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .errors import LlmvalError
-from .parsers.gpu_health import XID_MEANINGS, GpuHealth, XidEvent, has_boot_banner, is_reported, parse_xid_lines
+from ..core.errors import LlmvalError
+from ..parsers.gpu_health import XID_MEANINGS, GpuHealth, XidEvent, has_boot_banner, is_reported, parse_xid_lines
 
 CHECKS = ("pcie_link", "ecc_uncorrectable", "row_remap", "xid", "throttle", "persistence_mode")
 """The checks, each `hosts.gpu.health.<name>`."""

@@ -17,10 +17,10 @@ import dataclasses
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
-from .agentic.grid import grid_name as agentic_grid_name
-from .inventory import Inventory
-from .needle.grid import grid_name
-from .verdict import Cause, Verdict
+from ..agentic.grid import grid_name as agentic_grid_name
+from ..core.verdict import Cause, Verdict
+from ..inventory import Inventory
+from ..needle.grid import grid_name
 
 FACTS: dict[str, dict[str, tuple[str, ...]]] = {
     "hosts": {

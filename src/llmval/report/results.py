@@ -15,14 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import LlmvalError
+from ..core.errors import LlmvalError
+from ..core.verdict import Cause, Measured, Verdict
 from .scope import RunScope, scope_of_document
-from .verdict import Cause, Measured, Verdict
 
 RESULTS_FILE = "results.json"
 HISTORY_DIR = "history"
 SCHEMA_VERSION = 2
-"""2: per test `verdicts` (llmval.verdict.Verdict) replace version 1's `evidence` records."""
+"""2: per test `verdicts` (llmval.core.verdict.Verdict) replace version 1's `evidence` records."""
 
 
 class BlockerRecord(BaseModel):
@@ -80,7 +80,7 @@ class RunResults(BaseModel):
     mode: str = ""
     markexpr: str = ""
     scope: str = ""
-    """nightly (the whole contract), smoke, or partial (llmval.scope); empty in documents written before."""
+    """nightly (the whole contract), smoke, or partial (llmval.report.scope); empty in documents written before."""
     selection: str = ""
     """For a partial run: what narrowed it (`-k kv_cache`, `--lf`, a node id)."""
     exitstatus: int = 1
@@ -91,7 +91,7 @@ class RunResults(BaseModel):
     tests: list[TestResult] = Field(default_factory=list)
     inventory_snapshot: dict[str, Any] | None = None
     not_judged: list[str] | None = None
-    """In a full run: declared inventory facts no verdict judged (llmval.judged); None when not computed."""
+    """In a full run: declared inventory facts no verdict judged (llmval.report.judged); None when not computed."""
 
 
 def upgrade_document(document: dict) -> dict:
@@ -176,7 +176,7 @@ def write_results(reports_dir: Path, *, inventory_path: str, deployment: str, st
 def write_document(reports_dir: Path, document: dict, started: dt.datetime) -> Path:
     """Write an already-built results document as results.json and into history/ (each atomically, never through
     a link: llmval.report.files); return the main path. ReportsNotWritable when the folder cannot take them."""
-    from .report.files import check_reports_dir, write_bytes
+    from .files import check_reports_dir, write_bytes
 
     check_reports_dir(reports_dir, (HISTORY_DIR,))
     data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -12,7 +12,7 @@ must satisfy its kind. Field suffixes: `{name}` one `shlex.quote`d argument, `{n
 an unquoted glob.
 
 `render` returns a `Rendered` command: the text, the family and the arguments together, made only by
-`render`. `llmval.transport.Connection.run` sends nothing else (outside `--launch`, whose inventory steps go
+`render`. `llmval.io.transport.Connection.run` sends nothing else (outside `--launch`, whose inventory steps go
 through `Connection.run_step`), so a command that is not a declared family cannot reach a host, recorded or
 not; a replay answers it by family and arguments (`Rendered.key`).
 
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .errors import UnsafeArgument
-from .inventory._values import CONTAINER, GLOB, KINDS, NUMBER, PATH, PATTERN, TEXT, UNIT, Kind
+from ..core.errors import UnsafeArgument
+from ..inventory._values import CONTAINER, GLOB, KINDS, NUMBER, PATH, PATTERN, TEXT, UNIT, Kind
 
 __all__ = ["COMMANDS", "CONTAINER", "GLOB", "KINDS", "NUMBER", "PATH", "PATTERN", "TEXT", "UNIT", "Command", "Kind",
            "Rendered", "UnsafeArgument", "allow", "command_key", "family_of", "is_read_only"]

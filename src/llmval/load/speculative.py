@@ -16,8 +16,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from .errors import EndpointError
-from .load import RequestRecord
+from ..core.errors import EndpointError
+from . import RequestRecord
 
 
 @dataclass(frozen=True)

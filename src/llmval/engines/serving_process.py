@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .errors import LlmvalError, ReplayMiss
+from ..core.errors import LlmvalError, ReplayMiss
 
 
 class StaleEvidence(LlmvalError):

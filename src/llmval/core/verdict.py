@@ -1,7 +1,7 @@
 """The typed verdict: what one check concluded, carried unchanged from `expect` to every report.
 
 `expect(...)` (fixtures/evidence.py) makes a `Verdict`; a check that could not be made (an `LlmvalError`)
-makes one too. The same model is written to results.json (`llmval.results`), to junit (testcase properties
+makes one too. The same model is written to results.json (`llmval.report.results`), to junit (testcase properties
 `host`, `check`, `expected`, `observed`, `hint`) and read by the status document and report.html
 (`llmval.report`). Nothing is scraped back out of message text.
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .engines import ADAPTERS
+from ..engines import ADAPTERS
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .engines import adapter_for, detect_engine, launch_log_path
-from .errors import CommandFailed, LlmvalError
-from .hostfacts import HostFacts, log_command
-from .http import endpoint_client
-from .inventory import EndpointSpec, HostSpec, Inventory, Source, load_inventory
-from .recording import Replay
-from .transport import connect
+from ..core.errors import CommandFailed, LlmvalError
+from ..engines import adapter_for, detect_engine, launch_log_path
+from ..hostfacts import HostFacts, log_command
+from ..inventory import EndpointSpec, HostSpec, Inventory, Source, load_inventory
+from ..io.http import endpoint_client
+from ..io.recording import Replay
+from ..io.transport import connect
 
 Path_ = tuple[str | int, ...]
 
@@ -266,7 +266,7 @@ def _only(values: list) -> Any:
 
 
 def _unit_of(snap: Snapshot, spec: HostSpec, facts: HostFacts, pid: int) -> str | None:
-    from .parsers.procs import GpuHolder
+    from ..parsers.procs import GpuHolder
 
     line = _try(snap, f"{spec.name} cgroup of pid {pid}", lambda: facts.cgroup(pid))
     return GpuHolder(pid, "", line or "").unit
@@ -349,7 +349,7 @@ def observe_endpoint(snap: Snapshot, index: int, spec: EndpointSpec, client, rea
 
 def _dtype(key: str, value: Any) -> Any:
     if key == "dtype":
-        from .engines import normalize_dtype
+        from ..engines import normalize_dtype
 
         return normalize_dtype(str(value)) or value
     return value

@@ -9,7 +9,7 @@ parts a check reads (extra keys allowed: servers add their own) and returns the 
     >>> checked(ModelList, {"data": ["m"]}, "[e] GET /v1/models")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    llmval.errors.EndpointError: [e] GET /v1/models: the answer is not shaped as ...: data.0: Input should be ...
+    llmval.core.errors.EndpointError: [e] GET /v1/models: the answer is not shaped as ...: data.0: Input should be ...
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .contract import shorten
-from .errors import EndpointError
+from ..core.contract import shorten
+from ..core.errors import EndpointError
 
 
 class _Shape(BaseModel):

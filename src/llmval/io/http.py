@@ -9,7 +9,7 @@ and every caller catches our errors only. `json_of` is the one reading of a JSON
     >>> with httpx_errors("[ep] GET http://x/health"):
     ...     raise httpx.ConnectError("[Errno 111] Connection refused")
     Traceback (most recent call last):
-    llmval.errors.EndpointUnreachable: [ep] GET http://x/health: ConnectError: [Errno 111] Connection refused
+    llmval.core.errors.EndpointUnreachable: [ep] GET http://x/health: ConnectError: [Errno 111] Connection refused
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING
 import httpx
 import httpx_sse
 
+from ..core.contract import excerpt, redact
+from ..core.errors import EndpointError, EndpointProtocolError, EndpointTimeout, EndpointUnreachable
 from .answers import parse_json
 from .bounded import AsyncBoundedTransport, BoundedTransport, is_hung
-from .contract import excerpt, redact
-from .errors import EndpointError, EndpointProtocolError, EndpointTimeout, EndpointUnreachable
 from .recording import HttpExchange, Recorder, Replay, body_key
 
 if TYPE_CHECKING:
-    from .inventory import EndpointSpec
+    from ..inventory import EndpointSpec
 
 HTTPX_ERRORS: tuple[tuple[type[Exception], type[EndpointError]], ...] = (
     (httpx.TimeoutException, EndpointTimeout),  # ConnectTimeout, ReadTimeout, WriteTimeout, PoolTimeout
@@ -258,7 +258,7 @@ def make_async_client(base_url: str, *, api_key_env: str | None = None, timeout_
     if replay is not None:
         transport = AsyncReplayTransport(replay)
     elif asyncio_native and recorder is None:
-        from .load._h11transport import H11Transport
+        from ..load._h11transport import H11Transport
 
         transport = H11Transport()
     else:
@@ -293,7 +293,7 @@ def get_json(client: httpx.Client, path: str, *, endpoint: str, method: str = "G
 
 def json_of(response: httpx.Response, *, endpoint: str, method: str, path: str) -> object:
     """The JSON of a 2xx answer, or EndpointError saying what came back (the status and the body's start; a body
-    that is not JSON or nests too deep, `llmval.answers.parse_json`)."""
+    that is not JSON or nests too deep, `llmval.io.answers.parse_json`)."""
     if response.status_code >= 400:
         raise EndpointError(f"[{endpoint}] {method} {path}: HTTP {response.status_code}: {excerpt(response.text)}")
     return parse_json(response.text, f"[{endpoint}] {method} {path}: HTTP {response.status_code}")

@@ -12,7 +12,7 @@ The bound sits under httpcore's connection pool, at its network backend (`httpco
 so headers that trickle are bounded too; which request a socket serves is told by a context variable that
 `handle_request` sets (one request at a time per thread or asyncio task, as httpx's connection pool does it).
 
-    >>> transport = BoundedTransport(retries=0)   # what llmval.http.make_client uses
+    >>> transport = BoundedTransport(retries=0)   # what llmval.io.http.make_client uses
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ class _AsyncBackend(httpcore.AsyncNetworkBackend):
 def _bound_pool(transport: httpx.HTTPTransport | httpx.AsyncHTTPTransport, wrap) -> None:
     pool = transport._pool  # httpx builds the pool; its backend is replaced before any connection exists
     if not hasattr(pool, "_network_backend"):  # an httpcore without it: fail loudly, not unbounded
-        raise RuntimeError("httpcore's connection pool has no _network_backend: llmval.bounded needs updating")
+        raise RuntimeError("httpcore's connection pool has no _network_backend: llmval.io.bounded needs updating")
     pool._network_backend = wrap(pool._network_backend)
 
 

@@ -37,7 +37,7 @@ FRAGMENT = 8
 (in any of its encoded forms), and any 15 in a row of it, are redacted with the text around them that continues
 the secret."""
 _REGISTERED: set[str] = set()
-"""Values registered by the run (the inventory's `*_env` secrets, llmval.contract.add_secrets): redact() cannot
+"""Values registered by the run (the inventory's `*_env` secrets, llmval.core.contract.add_secrets): redact() cannot
 be handed the inventory at every call site (launch logs, recordings, transports), so the run registers them once."""
 
 

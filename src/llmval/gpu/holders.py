@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .parsers.procs import COMM_LEN, ComputeApp, GpuHolder, ProcessRow
+from ..parsers.procs import COMM_LEN, ComputeApp, GpuHolder, ProcessRow
 
 
 @dataclass(frozen=True)
@@ -221,8 +221,8 @@ def read_judgement(facts, rule, ports: list[int]) -> tuple[Judgement, list[Holde
 
     Returns the judgement, every holder, and a note on what could not be read (GPU memory). A recording made
     before these reads existed raises ReplayMiss (the caller says so)."""
-    from .errors import LlmvalError, ReplayMiss
-    from .hostfacts.processes import lineage
+    from ..core.errors import LlmvalError, ReplayMiss
+    from ..hostfacts.processes import lineage
 
     gpu_holders = facts.gpu_holders()
     rows = lineage(facts, [h.pid for h in gpu_holders]) if gpu_holders else {}

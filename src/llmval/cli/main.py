@@ -1,0 +1,126 @@
+"""`python -m llmval check-inventory FILE...` validates inventories with the same validation pytest runs
+(exit 0: all valid; 4: an invalid one, as pytest's usage error); `python -m llmval schema` prints the
+inventory's JSON Schema (committed as inventories/inventory.schema.json for editors); `python -m llmval bench`
+calibrates the perf instruments (`--calibrated`, `--ceiling`); `llmval init DIR --platform P` scaffolds an ops
+repo; `llmval snapshot --inventory X [--replay DIR]... [--out FILE]` writes what the deployment shows as an
+inventory and prints the diff against X."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+from .. import DISTRIBUTION, __version__
+from ..core.errors import InventoryError
+from ..engines import ADAPTERS
+from ..inventory import inventory_json_schema, load_inventory
+from ..report.secrets import secret_problems
+
+
+class _Version(argparse.Action):
+    """`llmval --version`: one line, never wrapped (argparse's own version action wraps long paths)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object):
+        super().__init__(option_strings, dest, nargs=0, help=kwargs.get("help"))  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
+                 option_string: str | None = None) -> None:
+        print(f"llmval {__version__} ({DISTRIBUTION}, {Path(__file__).resolve().parent.parent})")
+        parser.exit()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="llmval", description=__doc__)
+    parser.add_argument("--version", action=_Version, help="print the version and where llmval is installed")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("schema", help="print the inventory JSON Schema")
+    check = commands.add_parser("check-inventory", help="validate inventory files")
+    check.add_argument("paths", nargs="+")
+    commands.add_parser("bench", add_help=False,
+                        help="calibrate the perf instruments (--calibrated, --ceiling; see bench --help)")
+    snap = commands.add_parser("snapshot", help="read the deployment and write what it observed as an inventory")
+    snap.add_argument("--inventory", default=None,
+                      help="where to look: its hosts, transports, endpoints (default: inventory.toml, as "
+                           "`llmval init` writes it, else inventories/local.toml of the checkout)")
+    snap.add_argument("--replay", action="append", default=[], metavar="DIR",
+                      help="answer from a recording instead of the live deployment (repeat to merge recordings)")
+    snap.add_argument("--out", default=None, metavar="FILE", help="write the observed inventory here")
+    init = commands.add_parser("init", help="scaffold an ops repo: inventory, CI workflow, systemd smoke timer")
+    init.add_argument("dir", nargs="?", default=".", help="the folder to write into (default: here)")
+    init.add_argument("--platform", required=True, choices=list(ADAPTERS), help="the engine served")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:  # its own parser (`python -m llmval bench --help`)
+        from ..bench._cli import main as bench_main
+
+        return bench_main(argv[1:])
+    args = parser.parse_args(argv)
+    if args.command == "schema":
+        sys.stdout.write(inventory_json_schema())
+        return 0
+    if args.command == "snapshot":
+        return _snapshot(args)
+    if args.command == "init":
+        return _init(args)
+    status = 0
+    for path in args.paths:
+        try:
+            inventory = load_inventory(path)
+        except InventoryError as error:
+            print(error, file=sys.stderr)
+            status = int(pytest.ExitCode.USAGE_ERROR)
+        else:
+            if problems := secret_problems(inventory.model_dump(mode="json")):  # set, but too short to redact
+                print(InventoryError(str(path), problems), file=sys.stderr)
+                status = int(pytest.ExitCode.USAGE_ERROR)
+                continue
+            print(f"{path}: ok ({len(inventory.hosts)} hosts, {len(inventory.endpoints)} endpoints)")
+    return status
+
+
+def _init(args: argparse.Namespace) -> int:
+    from .init import InitRefused, scaffold
+
+    try:
+        written = scaffold(Path(args.dir), args.platform)
+    except (InitRefused, OSError) as error:
+        print(f"llmval init: {error}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    for path in written:
+        print(f"wrote {path}")
+    print(f"next: edit {written[0]}, then `llmval check-inventory {written[0]}` and "
+          f"`llmval snapshot --inventory {written[0]}` to see what the deployment says")
+    return 0
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from ..core.errors import LlmvalError
+    from .snapshot import diff, placeholder_paths, render_diff, take, write_toml
+
+    source = Path(args.inventory or ("inventory.toml" if Path("inventory.toml").is_file()
+                                     else "inventories/local.toml"))
+    try:
+        _, snap = take(source, [Path(r) for r in args.replay])
+    except InventoryError as error:
+        print(error, file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    except LlmvalError as error:  # a recording folder that is not one
+        print(f"llmval snapshot: {error}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    print(render_diff(diff(snap, placeholder_paths(source.read_text(encoding="utf-8")))))
+    for what, why in snap.unread.items():
+        print(f"  could not read     {what}: {why}")
+    if args.out:
+        where = ", ".join(args.replay) if args.replay else "the live deployment"
+        sources = {obs.path: obs.source for obs in snap.observations}
+        Path(args.out).write_text(write_toml(snap.inventory(), f"written by `llmval snapshot` from {where}, "
+                                             f"looking where {source} says", source.read_text(encoding="utf-8"),
+                                             sources), encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
