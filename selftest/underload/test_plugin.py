@@ -57,7 +57,7 @@ def test_a_needle_lost_under_load_is_a_broken_verdict_naming_the_cells_and_both_
 
 def test_a_load_the_server_refuses_is_could_not_check_for_every_gate(pytester):
     result, results = _run(pytester, _state(refuse_load=True))
-    assert result.ret == 10, result.stdout.str()[-2000:]  # could not check (llmval.exitcodes)
+    assert result.ret == 10, result.stdout.str()[-2000:]  # could not check (llmval.report.exitcodes)
     assert [t["outcome"] for t in results["tests"]] == ["error"] * 3
     assert all("did not reach 4 streams in flight within 3 s" in t["message"] and "HTTP 503" in t["message"]
                for t in results["tests"])
