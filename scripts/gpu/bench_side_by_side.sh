@@ -17,6 +17,7 @@ MODEL=${MODEL:-smollm2}
 TOKENIZER=${TOKENIZER:-/tmp/model}
 BUDGET_S=${BUDGET_S:-310}                      # the side-by-side's budget (its timeout is 25 s more)
 CONCURRENCY=${CONCURRENCY:-1 16 64 256}
+STEPS=${STEPS:-side-by-side ceiling pacing}   # re-measuring the side by side alone: STEPS=side-by-side
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src:/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 PYTHONUNBUFFERED=1
 PY=$(command -v python3)
@@ -39,12 +40,16 @@ timeout $(( BUDGET_S + 25 )) "$PY" -m llmval bench --side-by-side --base-url "$B
   --budget-s "$BUDGET_S" \
   --lock "$W/engine.lock" --out "$W/side-by-side" > "$W/side-by-side.log" 2>&1
 echo "side-by-side rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
-timeout 75 "$PY" -m llmval bench --ceiling --ceiling-ladder gpu --engine-python "$PY" --tokenizer "$TOKENIZER" \
-  --lock "$W/engine.lock" --out "$W/ceiling" > "$W/ceiling.log" 2>&1
-echo "ceiling rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
-timeout 45 "$PY" -m llmval bench --pacing --pacing-seconds 2 --tokenizer "$TOKENIZER" --engine-python "$PY" \
-  --lock "$W/engine.lock" --out "$W/pacing" > "$W/pacing.log" 2>&1
-echo "pacing rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
+if [[ " $STEPS " == *" ceiling "* ]]; then
+  timeout 75 "$PY" -m llmval bench --ceiling --ceiling-ladder gpu --engine-python "$PY" --tokenizer "$TOKENIZER" \
+    --lock "$W/engine.lock" --out "$W/ceiling" > "$W/ceiling.log" 2>&1
+  echo "ceiling rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
+fi
+if [[ " $STEPS " == *" pacing "* ]]; then
+  timeout 45 "$PY" -m llmval bench --pacing --pacing-seconds 2 --tokenizer "$TOKENIZER" --engine-python "$PY" \
+    --lock "$W/engine.lock" --out "$W/pacing" > "$W/pacing.log" 2>&1
+  echo "pacing rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
+fi
 uptime >> "$W/env.txt"; tail -c 200000 /tmp/vllm.log > "$W/vllm-engine-tail.log" 2>/dev/null
 cp "$W/side-by-side/summary.json" "$OUT/summary.json" 2>/dev/null
 cp "$W/side-by-side.log" "$W/ceiling.log" "$W/pacing.log" "$OUT/" 2>/dev/null
