@@ -20,7 +20,7 @@ from .fakes import FakeClock
 from .test_runner import FakeServer
 
 INVENTORY = load_inventory(ROOT / "inventories" / "local.toml")
-SPEC = INVENTORY.perf[0]
+SPEC = INVENTORY.perf[0].model_copy(update={"machine": None})  # absolute: no calibration against a fake server
 
 
 def _session(tmp_path, server: FakeServer) -> tuple[PerfSession, list[str]]:

@@ -20,21 +20,28 @@ from .fakes import FakeClock
 from .test_runner import FakeServer
 
 INVENTORY = load_inventory(ROOT / "inventories" / "local.toml")
-SPEC = INVENTORY.perf[0]
+SPEC = INVENTORY.perf[0].model_copy(update={"machine": None})  # absolute: no calibration against a fake server
 
 
-def window(other_cores: float) -> HostWindow:
+def window(other_cores: float, engine_cores: float = 1.8) -> HostWindow:
     return HostWindow(cpus=2, wall_s=5.0, load_avg=(1.0 + other_cores * 2, 1.0, 1.0), pressure_some_avg10=None,
-                      steal_share=0.0, suite_cores=0.1, engine_cores=1.8, other_cores=other_cores,
+                      steal_share=0.0, suite_cores=0.1, engine_cores=engine_cores, other_cores=other_cores,
                       engine_pids=(4242,), engine_note="on this host: pid 4242 listens on port 8321")
 
 
 class ScriptedProbe:
-    """Stands in for HostLoadProbe: each window it is asked for is the next of `others` (cores used by others)."""
+    """Stands in for HostLoadProbe: each window it is asked for is the next of `others` (cores used by others);
+    the engine uses `engine_cores` in each (1.8: decoding on both CPUs; an idle engine uses next to none)."""
 
-    def __init__(self, others: list[float]):
+    def __init__(self, others: list[float], engine_cpus: set[int] | None = None, engine_cores: float = 1.8):
         self.others = others
+        self.engine_cores = engine_cores
         self.windows: list[HostWindow] = []
+        self.cpus = {0, 1} if engine_cpus is None else engine_cpus
+        self.engine_note = "on this host: pid 4242 listens on port 8321" if self.cpus else "on another host"
+
+    def engine_cpus(self) -> set[int]:
+        return self.cpus
 
     def __call__(self, endpoint) -> ScriptedProbe:
         return self
@@ -43,7 +50,7 @@ class ScriptedProbe:
         pass
 
     def stop(self) -> HostWindow:
-        self.windows.append(window(self.others.pop(0) if len(self.others) > 1 else self.others[0]))
+        self.windows.append(window(self.others.pop(0) if len(self.others) > 1 else self.others[0], self.engine_cores))
         return self.windows[-1]
 
 

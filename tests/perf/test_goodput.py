@@ -6,14 +6,14 @@ pytestmark = pytest.mark.perf
 
 
 @pytest.mark.needs("goodput_min")
-def test_goodput_meets_minimum_at_every_rate(perf_gate, rate_sweep, expect):
-    slo = rate_sweep[0].goodput
+def test_goodput_meets_minimum_at_every_rate(perf_gate, gates, rate_sweep, expect):
+    slo, g = rate_sweep[0].goodput, gates.spec  # the SLOs and rates in force (scaled with [perf.machine])
     for point in rate_sweep:
         expect.measure(perf_gate.label, f"goodput_share_r{point.rate:g}", round(point.goodput.share, 3), "")
     low = {f"{p.rate:g} req/s": f"{p.goodput.share:.0%} ({p.goodput.met}/{p.goodput.total})"
            for p in rate_sweep if p.goodput.share < perf_gate.goodput_min}
-    slos = " and ".join(s for s in (f"TTFT <= {perf_gate.goodput_ttft_ms:g} ms" if perf_gate.goodput_ttft_ms else "",
-                                    f"TPOT <= {perf_gate.goodput_tpot_ms:g} ms" if perf_gate.goodput_tpot_ms else "")
+    slos = " and ".join(s for s in (f"TTFT {gates.bound('goodput_ttft_ms', 'ms', 4)}" if g.goodput_ttft_ms else "",
+                                    f"TPOT {gates.bound('goodput_tpot_ms', 'ms', 4)}" if g.goodput_tpot_ms else "")
                         if s)
     expect(perf_gate.label, "perf.goodput.share",
            expected=f">= {perf_gate.goodput_min:.0%} of requests within {slos} at every rate",
@@ -22,4 +22,4 @@ def test_goodput_meets_minimum_at_every_rate(perf_gate, rate_sweep, expect):
                 "raise capacity (batch limits, replicas)",
            evidence="; ".join(f"{p.rate:g} req/s: {p.goodput.share:.0%}, output {p.run.metrics.output_throughput:.1f} "
                               f"tok/s, TTFT p99 {p.run.metrics.ttft_ms.percentiles['p99']:.0f} ms" for p in rate_sweep)
-                    + f" (requests per rate: {slo.total})")
+                    + f" (requests per rate: {slo.total}); {gates.basis}")

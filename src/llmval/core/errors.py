@@ -37,6 +37,8 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      ├── ClientHostBusy      (llmval.load) the client host was busy (other processes, steal) during every attempt
      ├── NotJudged           (llmval.underload) a correctness-under-load gate could not be judged (load not held,
      │                       a probe not answered or unstable idle, no probe right idle)
+     ├── MachineNotCalibrated  (llmval.load) gates relative to the machine: the engine is not on this host, or the
+     │                       calibration did not run
      ├── VllmBenchFailed     (llmval.bench) `vllm bench serve` did not run or wrote no result
      ├── BudgetError         (llmval.needle) a needle-in-a-haystack prompt cannot fit its token budget
      ├── CellNotMeasured     (llmval.needle) a grid cell was not measured (time budget spent, request failed)

@@ -37,7 +37,7 @@ from .hosts import (
     SshTransport,
 )
 from .launch import LaunchSpec, ReadinessSpec, StepSpec, WaitSpec
-from .perf import AgenticLoadSpec, PerfSpec
+from .perf import AgenticLoadSpec, MachineScale, PerfSpec
 from .report import BlockerSpec, DecisionSpec, DeploymentSpec
 from .serving import EndpointSpec, ServingExpect, SpeculativeSpec, ToolCallGates
 
@@ -59,6 +59,7 @@ __all__ = [
     "Inventory",
     "LaunchSpec",
     "LocalTransport",
+    "MachineScale",
     "ModelFileSpec",
     "NcclSpec",
     "NiahSpec",

@@ -100,6 +100,20 @@ class AgenticLoadSpec(Spec):
         return self
 
 
+class MachineScale(Spec):
+    """Gates stated relative to the machine the run is on (the embedded default): the section's gates hold on a
+    machine whose calibration (`llmval.load._calibrate`, on the CPUs the engine may use) scores
+    `reference_steps_s`; a run on a machine scoring `s` scales them by `factor = min(1, s / reference_steps_s)`:
+    decode and output tok/s minimums and the sweep's request rates times `factor`, the TTFT maximum and the goodput
+    SLOs divided by it. Only for an engine on the host the suite runs on (a remote engine's machine is not this
+    one: the gates could not be checked)."""
+
+    reference_steps_s: float = Field(gt=0, le=1e6)
+    """The calibration score (decode-shaped steps/s) of the machine where the gates were set."""
+    reference: str = Field("", max_length=500)
+    """Where and when that was measured (machine, load, the engine's numbers then), for the reports."""
+
+
 class PerfSpec(Spec):
     """Performance gates, measured with vLLM's definitions (`vllm bench serve`).
 
@@ -160,6 +174,10 @@ class PerfSpec(Spec):
     0: the KV cache holds the declared concurrency)."""
     correctness: CorrectnessSpec | None = None
     """Correctness under load: sampled NIAH cells and tool calls, idle vs under load (`[perf.correctness]`)."""
+
+    machine: MachineScale | None = None
+    """Gates relative to this machine's calibration (None: the gates are absolute numbers, as for a real
+    deployment: kpro6, the Sparks)."""
 
     @model_validator(mode="after")
     def _gates_are_consistent(self) -> PerfSpec:

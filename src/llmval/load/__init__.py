@@ -22,6 +22,7 @@ the pytest plugin only wires.
 from ._agentic import AgenticProfile, AgenticRun, run_agentic
 from ._agentic_session import AgenticMeasured
 from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
+from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._prompts import Prompt, build_prompt, build_prompts
@@ -39,14 +40,17 @@ __all__ = [
     "Baseline",
     "BaselineCheck",
     "BaselineStore",
+    "Calibration",
     "ClientHostBusy",
     "Distribution",
     "EngineCounters",
     "EngineSamples",
+    "Gates",
     "Goodput",
     "HostLoadProbe",
     "HostWindow",
     "LoadRun",
+    "MachineNotCalibrated",
     "Measured",
     "MetricsSampler",
     "OtherLoad",
@@ -61,6 +65,7 @@ __all__ = [
     "Workload",
     "build_prompt",
     "build_prompts",
+    "calibrate",
     "compare_to_baseline",
     "completion_payload",
     "compute_metrics",
@@ -72,6 +77,7 @@ __all__ = [
     "read_counters",
     "run_agentic",
     "run_load",
+    "scale_gates",
     "server_identity",
     "server_key",
     "stream_completion",

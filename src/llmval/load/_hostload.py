@@ -289,6 +289,12 @@ class HostLoadProbe:
                  f"{port}: its CPU counts as other processes'") if is_loopback_url(base_url) else "on another host"
         return cls(engine_note=where, **kwargs)
 
+    def engine_cpus(self) -> set[int]:
+        """The CPUs the engine may use (every thread of its tree); empty when it does not run on this host."""
+        if not self.engine_roots:
+            return set()
+        return cpus_of(descendants(self.engine_roots, process_table(self.proc)), self.proc)
+
     def sample(self) -> HostSample:
         table = process_table(self.proc)
         engine = descendants(self.engine_roots, table) if self.engine_roots else set()
@@ -322,10 +328,10 @@ class ClientHostBusy(LlmvalError):
     reason = "measurement invalid: client host busy"
     hint = BUSY_HINT
 
-    def __init__(self, what: str, window: HostWindow, attempts: int = 1):
+    def __init__(self, what: str, window: HostWindow, attempts: int = 1, why: str | None = None):
         self.window = window
         self.what = what
         tries = f" in each of {attempts} attempts" if attempts > 1 else ""
         super().__init__(f"measurement invalid: client host busy, load {window.load_avg[0]:.2f} on {window.cpus} "
-                         f"CPUs, during {what}{tries}: {window.busy_reason} ({window.describe()}); "
+                         f"CPUs, during {what}{tries}: {why or window.busy_reason} ({window.describe()}); "
                          f"fix: {BUSY_HINT}")

@@ -32,6 +32,7 @@ from ..inventory import EndpointSpec, Inventory, PerfSpec
 from ..io.http import api_key_headers, endpoint_async_client
 from ._agentic_session import AgenticMeasured, measure_agentic
 from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
+from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
 from ._engine import read_counters, server_identity, server_key
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._lock import engine_lock
@@ -43,6 +44,9 @@ from ._wire import WireClient
 IDLE_TIMEOUT_S = 120.0
 IDLE_POLL_S = 1.0
 ATTEMPTS = 2
+CALIBRATION_ENGINE_CORES_MAX = 0.3
+"""Cores an idle engine may use while the machine is calibrated (more: it is serving someone, and slows the
+calibration it shares the CPUs with)."""
 LOCK_TIMEOUT_S = 900.0
 
 
@@ -119,7 +123,8 @@ class PerfSession:
                  save_baseline: bool = False, lock_timeout_s: float = LOCK_TIMEOUT_S,
                  progress: Callable[[str], None] = lambda line: None,
                  connect: Callable[[EndpointSpec, int], httpx.AsyncClient] | None = None,
-                 host_probe: Callable[[EndpointSpec], HostLoadProbe] | None = None, judge_host_load: bool = True):
+                 host_probe: Callable[[EndpointSpec], HostLoadProbe] | None = None, judge_host_load: bool = True,
+                 calibrator: Callable[[set[int]], Calibration] = calibrate):
         self.inventory = inventory
         self.reports_dir = reports_dir
         self.lock_path = lock_path
@@ -136,6 +141,8 @@ class PerfSession:
         self._probe = host_probe or (lambda endpoint: HostLoadProbe.for_endpoint(str(endpoint.base_url)))
         self.judge_host_load = judge_host_load
         """False (--perf-allow-busy-host): a busy client host is recorded and said, but the run still counts."""
+        self._calibrate = calibrator
+        self._gates: dict[str, Gates] = {}
 
     def workload(self, spec: PerfSpec, endpoint: EndpointSpec, concurrency: int) -> Workload:
         return workload_for(spec, endpoint, concurrency)
@@ -146,12 +153,70 @@ class PerfSession:
         if key in self.failures:  # measured once per session, failures included: never hammer a broken server
             raise self.failures[key]
         if key not in self.runs:
+            self.gates(spec)  # a machine-relative section calibrates first, while the engine is idle
             try:
                 self.runs[key] = self._measure(spec, concurrency)
             except LlmvalError as error:
                 self.failures[key] = error
                 raise
         return self.runs[key]
+
+    def gates(self, spec: PerfSpec) -> Gates:
+        """The gates `spec`'s checks judge: its own numbers, or (with `[perf.machine]`) those numbers scaled to a
+        calibration of the CPUs the engine may use on this host, made once per session before any run of it."""
+        key = (spec.label, -2)
+        if key in self.failures:
+            raise self.failures[key]
+        if spec.label not in self._gates:
+            try:
+                self._gates[spec.label] = self._derive_gates(spec)
+            except LlmvalError as error:
+                self.failures[key] = error
+                raise
+        return self._gates[spec.label]
+
+    def _derive_gates(self, spec: PerfSpec) -> Gates:
+        if spec.machine is None:
+            return Gates(declared=spec, spec=spec)
+        endpoint = self.inventory.endpoint(spec.endpoint)
+        probe = self._probe(endpoint)
+        cpus = probe.engine_cpus()
+        if not cpus:
+            raise MachineNotCalibrated(
+                f"[{endpoint.name}] [[perf]] {spec.label} states its gates relative to this machine ([perf.machine]) "
+                f"but its engine is not seen here ({probe.engine_note}): a calibration of this host says nothing "
+                "about another one; give the section absolute gates, or run the suite on the engine's host")
+        with engine_lock(self.lock_path, self.lock_timeout_s):
+            for attempt in range(1, ATTEMPTS + 1):
+                self.say(f"perf {spec.label}: calibrating this machine on CPUs {','.join(map(str, sorted(cpus)))} "
+                         f"(gates relative to it, [perf.machine])")
+                probe.start()
+                calibration = self._calibrate(cpus)
+                host = probe.stop()
+                busy = self._calibration_busy(host)
+                if not busy:
+                    break
+                self.say(f"perf {spec.label}: client host busy during the calibration, attempt {attempt} ({busy}); "
+                         f"{'calibrating again' if attempt < ATTEMPTS else 'giving up'}")
+            else:
+                raise ClientHostBusy(f"[{endpoint.name}] the machine calibration", host, ATTEMPTS, why=busy)
+        factor = min(1.0, calibration.steps_s / spec.machine.reference_steps_s)
+        gates = Gates(declared=spec, spec=scale_gates(spec, factor), factor=factor, calibration=calibration)
+        folder = self.reports_dir / "perf"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{spec.label}-gates.json").write_text(
+            json.dumps({**gates.as_json(), "client_host": host.as_json()}, indent=1) + "\n", encoding="utf-8")
+        self.say(f"perf {spec.label}: {gates.basis}; {host.describe()}")
+        return gates
+
+    def _calibration_busy(self, host: HostWindow) -> str | None:
+        """A calibration is valid only on a quiet host with an idle engine (a serving engine would slow it)."""
+        if self._is_busy(host):
+            return host.busy_reason
+        if host.engine_cores is not None and host.engine_cores > CALIBRATION_ENGINE_CORES_MAX and self.judge_host_load:
+            return (f"the engine itself used {host.engine_cores:.2f} cores during the calibration (at most "
+                    f"{CALIBRATION_ENGINE_CORES_MAX:g} while idle): another client is using it")
+        return None
 
     def sweep(self, spec: PerfSpec) -> list[RatePoint]:
         """The request-rate sweep of `spec` (one Poisson run per rate), measured once, plotted in reports/."""
@@ -160,7 +225,7 @@ class PerfSession:
             raise self.failures[key]
         if key not in self.sweeps:
             try:
-                self.sweeps[key] = self._sweep(spec)
+                self.sweeps[key] = self._sweep(self.gates(spec).spec)
             except LlmvalError as error:
                 self.failures[key] = error
                 raise
