@@ -164,7 +164,7 @@ class PerfSession:
     def gates(self, spec: PerfSpec) -> Gates:
         """The gates `spec`'s checks judge: its own numbers, or (with `[perf.machine]`) those numbers scaled to a
         calibration of the CPUs the engine may use on this host, made once per session before any run of it."""
-        key = (spec.label, -2)
+        key = (spec.label, -3)  # -1: the sweep, -2: the agentic load
         if key in self.failures:
             raise self.failures[key]
         if spec.label not in self._gates:
