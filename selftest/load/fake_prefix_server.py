@@ -51,9 +51,11 @@ class PrefixCache:
 
 
 @contextmanager
-def prefix_server(*, block: int = 4, per_token_s: float = 0.0, fail_turn: int | None = None) -> Iterator[tuple]:
+def prefix_server(*, block: int = 4, per_token_s: float = 0.0, fail_turn: int | None = None,
+                  caching: bool = True) -> Iterator[tuple]:
     """Serve on a free loopback port; yields (base URL, the cache). `fail_turn`: answer HTTP 400 to every prompt
-    holding that many user/tool messages or more (a context-length refusal)."""
+    holding that many tool results or more (a context-length refusal). `caching=False`: prefix caching off, as vLLM
+    with --no-enable-prefix-caching (REAL, 0.32.0 CPU: both counters exposed and never growing)."""
     cache = PrefixCache(block)
 
     class Handler(BaseHTTPRequestHandler):
@@ -83,7 +85,7 @@ def prefix_server(*, block: int = 4, per_token_s: float = 0.0, fail_turn: int | 
             if fail_turn is not None and sum(m["role"] == "tool" for m in messages) >= fail_turn:
                 return self._send(400, b'{"error": "maximum context length"}', "application/json")
             tokens = tokens_of(messages)
-            hit = cache.lookup(tokens)
+            hit = cache.lookup(tokens) if caching else 0
             time.sleep(per_token_s * (len(tokens) - hit))
             n = body["max_tokens"]
             events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]

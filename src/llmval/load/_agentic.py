@@ -182,6 +182,24 @@ class AgenticRun:
         seen = sum(turns.get(k - 1, 0) for turns in by_session.values() for k in turns)
         return seen / total if total else None
 
+    def prefix_cache_share(self) -> tuple[float | None, str]:
+        """The run's prefix-cache hit rate and how it reads: None when it cannot be told (no counters); 0 when the
+        engine looked up none of the prompt tokens the run sent (vLLM with prefix caching off counts no query)."""
+        hits = self.cache_hits
+        if hits is None:
+            return None, "no /metrics scrapes around the run"
+        if hits.missing:
+            return None, hits.missing
+        sent = sum(t.record.prompt_tokens or 0 for t in self.completed)
+        if hits.rate is None:
+            if not sent:
+                return None, "the run sent no prompt token"
+            return 0.0, (f"0 % (the engine looked up none of the {sent} prompt tokens sent: {hits.source} did not "
+                         "grow, prefix caching is off)")
+        if hits.queried_tokens is None:
+            return hits.rate, f"{hits.rate:.1%} ({hits.source})"
+        return hits.rate, f"{hits.rate:.1%} ({hits.hit_tokens:.0f} of {hits.queried_tokens:.0f} tokens)"
+
     def by_context(self) -> list[dict]:
         """TTFT per power-of-two prompt-length bucket (prompt tokens from `usage`), shortest first."""
         groups: dict[str, list[Turn]] = {}
