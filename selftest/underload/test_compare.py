@@ -94,3 +94,13 @@ def test_mean_in_flight_is_the_time_weighted_count_over_the_window():
     assert mean_in_flight(intervals, Window(2.0, 8.0), now=9.0) == pytest.approx(2.0)
     assert mean_in_flight(intervals, Window(8.0, 12.0), now=9.0) == pytest.approx((2 + 1) / 4)  # open one ends now
     assert mean_in_flight(intervals, Window(3.0, 3.0), now=9.0) == 0.0
+
+
+def test_a_text_changed_under_load_and_again_idle_is_counted_as_not_the_loads():
+    first, other = answer(), answer(text="It is 4417702.")
+    moved = sample(first, other, other)  # the idle answer after the load is the loaded one's text
+    assert moved.is_text_changed and moved.is_text_unstable_idle
+    assert not sample(first, other).is_text_unstable_idle
+    gate = judge_gate([moved], NIAH)
+    assert gate.outcome == "held" and "(1 of them changed idle again too)" in gate.observed
+    assert judge_probe(moved, NIAH, "text").status == "unstable"

@@ -87,14 +87,15 @@ def main(argv: list[str]) -> int:
     summary = {"rows": rows, "wall_s": round(time.monotonic() - started, 1), "load_end": list(os.getloadavg()),
                "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"{'C':>5} {'probes':>6} {'held':>5} {'text chg':>8} {'judged chg':>10}  outcomes")
+    print(f"{'C':>5} {'probes':>6} {'held':>5} {'text chg':>8} {'(idle too)':>10} {'judged chg':>10}  outcomes")
     for row in rows:
         if "error" in row:
             print(f"{row['concurrency']:>5}  {row['error'][:200]}")
         else:
             print(f"{row['concurrency']:>5} {row['probes']:>6} {row['held']:>5} {row['text_changed']:>8} "
-                  f"{row['judged_changed']:>10}  {row['outcomes']}")
+                  f"{row['text_changed_idle_too']:>10} {row['judged_changed']:>10}  {row['outcomes']}")
     print(json.dumps({"correctness_under_load": [{k: r.get(k) for k in ("concurrency", "probes", "held", "text_changed",
-                                                                        "judged_changed", "outcomes", "error")}
+                                                                        "text_changed_idle_too", "judged_changed",
+                                                                        "outcomes", "error")}
                                                  for r in rows]}))
     return 0

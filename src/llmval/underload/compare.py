@@ -65,11 +65,19 @@ class ProbeSample:
     def is_text_changed(self) -> bool:
         return self.idle.error is None and self.loaded.error is None and self.idle.text != self.loaded.text
 
+    @property
+    def is_text_unstable_idle(self) -> bool:
+        """The idle answer after the load differs in text from the one before it (then a text changed under load
+        is not the load's: e.g. the first ask computed the prompt, later ones read it from the prefix cache)."""
+        return (self.idle_after is not None and self.idle.error is None and self.idle_after.error is None
+                and self.idle_after.text != self.idle.text)
+
     def as_json(self) -> dict:
         return {"probe": self.probe_id, "kind": self.kind, "concurrency": self.concurrency,
                 "in_flight": round(self.in_flight, 3), "is_held": self.is_held,
                 "load_failures": list(self.load_failures), "engine_busy": self.engine_busy,
-                "text_changed": self.is_text_changed, "idle": self.idle.as_json(), "loaded": self.loaded.as_json(),
+                "text_changed": self.is_text_changed, "text_unstable_idle": self.is_text_unstable_idle,
+                "idle": self.idle.as_json(), "loaded": self.loaded.as_json(),
                 "idle_after": self.idle_after.as_json() if self.idle_after else None}
 
 
@@ -168,9 +176,11 @@ def judge_gate(samples: list[ProbeSample], criterion: Criterion, compare: str = 
     kept, bad = by.get("kept", []), by.get("worse", []) + by.get("text_changed", [])
     unjudged = by.get("not_held", []) + by.get("error", []) + by.get("unstable", [])
     changed = sum(s.is_text_changed for s in mine)
+    idle_too = sum(s.is_text_changed and s.is_text_unstable_idle for s in mine)
     summary = (f"{len(kept)} kept, {len(bad)} worse, {len(by.get('no_reference', []))} no idle reference, "
                f"{len(unjudged)} not judged, of {len(mine)} probes; text changed under load in {changed} of "
-               f"{len(mine)} (compare = {compare})")
+               f"{len(mine)}" + (f" ({idle_too} of them changed idle again too)" if idle_too else "")
+               + f" (compare = {compare})")
     evidence = summary + "; " + "; ".join(f"{j.probe_id} [{j.status}]: {j.detail}" for j in judged)
     if bad:
         return GateResult(criterion.check, "broken", expected, {j.probe_id: j.detail for j in bad}, evidence, judged)

@@ -96,6 +96,7 @@ class CorrectnessRun:
         """The counts the closing note and the bench line quote."""
         return {"probes": len(self.samples), "held": sum(s.is_held for s in self.samples),
                 "text_changed": sum(s.is_text_changed for s in self.samples),
+                "text_changed_idle_too": sum(s.is_text_changed and s.is_text_unstable_idle for s in self.samples),
                 "judged_changed": sum(s.idle.is_correct != s.loaded.is_correct or s.idle.is_valid != s.loaded.is_valid
                                       for s in self.samples),
                 "mean_in_flight": round(sum(s.in_flight for s in self.samples) / len(self.samples), 3)
@@ -169,6 +170,8 @@ async def measure_async(endpoint: EndpointSpec, perf: PerfSpec, *, client: httpx
             loaded.append((answer, Window(t0, hold.clock()), busy))
     finally:
         await hold.stop()
+        if streamer is not None:
+            await streamer.aclose()  # close the cut streams' connections, so the engine aborts them now
         run.load_requests, run.load_failed = len(hold.intervals), hold.failed
         run.load_tokens = sum(i.tokens or 0 for i in hold.intervals)
     phase("loaded")
@@ -183,7 +186,8 @@ async def measure_async(endpoint: EndpointSpec, perf: PerfSpec, *, client: httpx
                                        engine_busy=busy))
     s = run.summary()
     say(f"perf {perf.label}: correctness at C={concurrency}: {s['probes']} probes, {s['held']} held, text changed "
-        f"{s['text_changed']}, judged changed {s['judged_changed']}; {s['outcomes']}")
+        f"{s['text_changed']} (idle again too: {s['text_changed_idle_too']}), judged changed {s['judged_changed']}; "
+        f"{s['outcomes']}")
     return run
 
 
