@@ -60,12 +60,13 @@ def _cpu_s() -> float:
 
 def summary_row(run: AgenticRun, slo: Slo) -> dict:
     body = run.as_json(slo)
+    has_slo = slo.ttft_ms is not None or slo.tpot_ms is not None
     samples = (body["engine_samples"] or {}).get("summary", {})
     return {"concurrency": run.profile.concurrency, "sessions": body["sessions"], "turns_sent": body["turns_sent"],
             "failed": body["failed"], "max_prompt_tokens": body["max_prompt_tokens"],
-            "prefix_cache_hit_rate": (body["prefix_cache"] or {}).get("rate"),
+            "prefix_cache_hit_rate": run.prefix_cache_share()[0], "prefix_cache": run.prefix_cache_share()[1],
             "reusable_share": body["reusable_share"], "ttft_ms": body["ttft_ms"], "tpot_ms": body["tpot_ms"],
-            "output_tok_s": body["output_throughput"], "goodput_share": body["goodput"]["share"],
+            "output_tok_s": body["output_throughput"], "goodput_share": body["goodput"]["share"] if has_slo else None,
             "by_context": [{"context_tokens": r["context_tokens"], "turns": r["turns"],
                             "ttft_p50_ms": r["ttft_ms"]["median"], "ttft_p90_ms": r["ttft_ms"]["p90"]}
                            for r in body["by_context"]],
@@ -79,9 +80,10 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         hits = f"{r['prefix_cache_hit_rate']:.1%}" if r["prefix_cache_hit_rate"] is not None else "-"
         kv = r["engine"]["kv_cache_usage_max"]
+        good = "-" if r["goodput_share"] is None else f"{r['goodput_share']:.1%}"
         lines.append(f"| {r['concurrency']} | {r['sessions']} | {r['turns_sent']} | {r['failed']} | "
                      f"{r['max_prompt_tokens']} | {hits} | {r['reusable_share']} | {r['ttft_ms']['median']} / "
-                     f"{r['ttft_ms']['p99']} | {r['output_tok_s']} | {r['goodput_share']:.1%} | "
+                     f"{r['ttft_ms']['p99']} | {r['output_tok_s']} | {good} | "
                      f"{r['engine']['waiting_max']} | {'-' if kv is None else f'{kv:.1%}'} | "
                      f"{r['engine']['preemptions']} |")
     for r in rows:

@@ -93,10 +93,9 @@ def measure_agentic(session: PerfSession, spec: PerfSpec, attempts: int) -> Agen
     report = _write(session, spec, run, slo, host)
     plot = plot_agentic([run], session.reports_dir / f"perf-{spec.label}-agentic.png", slo=slo,
                         title=f"{spec.label}: agentic load ({profile.key()})")
-    hits = run.cache_hits.rate if run.cache_hits is not None else None
     session.say(f"perf {spec.label}: agentic {len(run.turns)} turns of {profile.sessions} sessions in "
                 f"{run.duration_s:.1f} s, failed {len(run.failed)}, prefix-cache hits "
-                f"{'n/a' if hits is None else f'{hits:.1%}'}, goodput {run.goodput(slo).share:.0%} "
+                f"{run.prefix_cache_share()[1]}, goodput {run.goodput(slo).share:.0%} "
                 f"({slo.describe()}); {report}")
     return AgenticMeasured(run=run, slo=slo, host=host, report=report, plot=plot)
 
