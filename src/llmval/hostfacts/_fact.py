@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +20,8 @@ from ..io.recording import CommandResult
 from ..io.transport import Connection
 from ._command import Command
 
-__all__ = ["COMMANDS", "FACTS", "Fact", "HostFacts", "Reader", "allow", "fact", "fact_plan", "failure_text",
-           "family_of", "is_read_only", "peer_facts", "prefetch"]
+__all__ = ["COMMANDS", "FACTS", "Fact", "HostFacts", "Prefetch", "Reader", "allow", "fact", "fact_plan",
+           "failure_text", "family_of", "is_read_only", "peer_facts", "prefetch"]
 
 Plan = Callable[[HostSpec], "bool | Iterable[tuple]"]
 
@@ -114,25 +116,46 @@ class HostFacts:
     """Facts of one host, each read once (on first use) through its Connection: `facts.<fact name>(*args)`.
 
     The value, or the LlmvalError reading it raised, is memoized per argument tuple, so a hung host costs
-    one timeout, not one per check."""
+    one timeout, not one per check. Safe to share between threads: a fact being read by one thread (a
+    background `Prefetch`) is waited for by the others, never read twice."""
 
     def __init__(self, connection: Connection):
         self.connection = connection
         self.name = connection.name
         self._cache: dict[tuple, tuple[bool, Any]] = {}
+        self._reading: dict[tuple, threading.Event] = {}
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"HostFacts({self.name!r})"
 
+    def is_read(self, name: str, *args: Any) -> bool:
+        """True once the fact `name` with `args` has been read (its value or its error is memoized)."""
+        return (name, *args) in self._cache
+
     def read(self, name: str, *args: Any) -> Any:
-        """The fact `name` with `args` (memoized, errors included)."""
+        """The fact `name` with `args` (memoized, errors included; waits while another thread reads it)."""
         key = (name, *args)
-        if key not in self._cache:
-            declared = FACTS[name]
+        while key not in self._cache:
+            with self._lock:
+                if key in self._cache:
+                    break
+                other = self._reading.get(key)
+                if other is None:
+                    self._reading[key] = mine = threading.Event()
+            if other is not None:
+                other.wait()  # that thread memoizes it; if it raised something else, the loop reads it here
+                continue
             try:
-                self._cache[key] = (True, declared.read(Reader(self, declared), *args))
-            except LlmvalError as error:
-                self._cache[key] = (False, error)
+                declared = FACTS[name]
+                try:
+                    self._cache[key] = (True, declared.read(Reader(self, declared), *args))
+                except LlmvalError as error:
+                    self._cache[key] = (False, error)
+            finally:
+                with self._lock:
+                    del self._reading[key]
+                mine.set()
         ok, value = self._cache[key]
         if not ok:
             raise value
@@ -155,33 +178,78 @@ MAX_PREFETCH_THREADS = 128
 command took 17.8 s of session with 32 threads, two rounds; one round with 64)."""
 
 
-def prefetch(hosts: list[tuple[HostSpec, HostFacts]]) -> None:
-    """Read every planned fact of every host at once (one thread per host, each host's facts in order).
+class Prefetch:
+    """Reads every planned fact of the given hosts in the background: one thread per host (at most
+    `max_threads` at once), each host's facts in plan order, so a host sees one command at a time from it.
 
-    Each fact is memoized (value or LlmvalError), so the tests then only compare. A hung host holds its
-    own thread for at most its commands' timeouts; the others finish meanwhile."""
+    Tests do not wait for the whole read: a test reads its fact through the same `HostFacts`, which hands it
+    over as soon as it is read (or waits for the thread reading it, or reads it itself if no thread has come
+    to it yet), so checks run while slower hosts and later facts are still being read. A hung host holds its
+    own thread for at most its commands' timeouts; the others go on meanwhile. `stop()` leaves the facts
+    not yet started unread (a session that ends early, `-x`)."""
 
-    def one(spec: HostSpec, facts: HostFacts) -> None:
+    def __init__(self, hosts: list[tuple[HostSpec, HostFacts]], *, max_threads: int = MAX_PREFETCH_THREADS):
+        self._stopped = threading.Event()
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(max_threads, len(hosts))),
+                                                           thread_name_prefix="llmval-prefetch")
+        self._futures = [self._pool.submit(self._read_plan, spec, facts) for spec, facts in hosts]
+        self._pool.shutdown(wait=False)
+
+    def _read_plan(self, spec: HostSpec, facts: HostFacts) -> None:
         for name, args in fact_plan(spec):
+            if self._stopped.is_set():
+                return
             try:
                 facts.read(name, *args)
-            except Exception:  # memoized LlmvalErrors re-raise in the test that reads the fact
+            except Exception:  # memoized LlmvalErrors re-raise in the test that reads the fact; others re-raise there
                 pass
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(MAX_PREFETCH_THREADS, len(hosts)))) as pool:
-        for future in [pool.submit(one, spec, facts) for spec, facts in hosts]:
-            future.result()
+    def wait(self) -> None:
+        """Until every host's planned facts are read (or the prefetch was stopped)."""
+        for future in self._futures:
+            if not future.cancelled():
+                future.result()
+
+    def stop(self) -> None:
+        """Start no further read: hosts not begun are dropped, running ones stop after their current fact."""
+        self._stopped.set()
+        for future in self._futures:
+            future.cancel()
+
+
+def prefetch(hosts: list[tuple[HostSpec, HostFacts]]) -> None:
+    """Read every planned fact of every host at once and return when all are read (`Prefetch(...).wait()`)."""
+    Prefetch(hosts).wait()
+
+
+PEER_READ_S = 0.05
+"""A peer's fact that took longer than this was read, not memoized: the remaining peers are then read at once."""
 
 
 def peer_facts(get: Callable[[str], Any], names: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
-    """`get(name)` for each peer: (values of the peers that answered, reasons of those that did not).
+    """`get(name)` for each peer: (values of the peers that answered, reasons of those that did not), in the
+    order of `names`.
 
-    Cross-host checks compare with the peers that answered; an unreachable peer fails its own checks."""
-    values: dict[str, Any] = {}
-    errors: dict[str, str] = {}
-    for name in names:
+    Cross-host checks compare with the peers that answered; an unreachable peer fails its own checks. Peers
+    are asked one by one while their facts are memoized (a prefetched run); the first that has to be read
+    (an xdist worker that does not own that host) makes the rest be read at once, one thread per peer."""
+    answers: dict[str, tuple[bool, Any]] = {}
+
+    def ask(name: str) -> None:
         try:
-            values[name] = get(name)
+            answers[name] = (True, get(name))
         except LlmvalError as error:
-            errors[name] = str(error).splitlines()[0]
+            answers[name] = (False, str(error).splitlines()[0])
+
+    for at, name in enumerate(names):
+        started = time.monotonic()
+        ask(name)
+        rest = names[at + 1:]
+        if len(rest) > 1 and time.monotonic() - started > PEER_READ_S:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=min(MAX_PREFETCH_THREADS, len(rest)),
+                                                       thread_name_prefix="llmval-peers") as pool:
+                list(pool.map(ask, rest))
+            break
+    values = {name: answers[name][1] for name in names if answers[name][0]}
+    errors = {name: answers[name][1] for name in names if not answers[name][0]}
     return values, errors

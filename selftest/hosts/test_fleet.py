@@ -1,0 +1,136 @@
+"""Host checks at fleet scale (issue 24.7): facts read once however many threads ask, peers read at once, only the
+selected hosts read, and under xdist each host read by the one worker that runs its checks.
+
+The runs use stand-in hosts (selftest/hosts/standin.py: real processes on this machine) and read what the run
+sent from its own recording (`--record`: one commands-<pid>.jsonl per process)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from llmval.core.errors import HostUnreachable
+from llmval.hostfacts import FACTS, HostFacts, Prefetch, fact_plan, peer_facts
+from llmval.inventory import load_inventory
+from llmval.io.transport import connect
+
+from ._contract import not_passed, run_hosts
+from .standin import make_standins
+
+pytest_plugins = ["pytester"]
+
+
+def _sent(folder: Path) -> dict[str, list[tuple[str, str]]]:
+    """{recording file name: [(host, command), ...]} of a `--record` folder."""
+    return {path.name: [(r["host"], r["command"]) for r in map(json.loads, path.read_text().splitlines())]
+            for path in sorted(folder.glob("commands-*.jsonl"))}
+
+
+def test_a_fact_asked_by_many_threads_at_once_is_read_once(tmp_path):
+    inventory = load_inventory(make_standins(tmp_path, ["one"], latency_s=0.3))
+    facts = HostFacts(connect(inventory.hosts[0], inventory=inventory))
+    sent: list[str] = []
+    run = facts.connection.run
+
+    def counting(command, **kwargs):
+        sent.append(str(command))
+        return run(command, **kwargs)
+
+    facts.connection.run = counting  # type: ignore[method-assign]
+    answers: list[object] = []
+    threads = [threading.Thread(target=lambda: answers.append(facts.gpus())) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 8 and all(a == answers[0] for a in answers) and len(answers[0]) == 2  # type: ignore[arg-type]
+    assert len(sent) == 1 and sent[0].startswith("nvidia-smi --query-gpu=")
+    assert facts.is_read("gpus")
+
+
+def test_prefetch_reads_every_planned_fact_of_every_host_once(tmp_path):
+    inventory = load_inventory(make_standins(tmp_path, ["a", "b", "c"]))
+    hosts = [(spec, HostFacts(connect(spec, inventory=inventory))) for spec in inventory.hosts]
+    Prefetch(hosts).wait()
+    for spec, facts in hosts:
+        plan = fact_plan(spec)
+        assert plan and all(facts.is_read(name, *args) for name, args in plan), spec.name
+        assert {name for name, _ in plan} <= set(FACTS)
+
+
+def test_peers_not_yet_read_are_read_at_once_in_the_order_asked():
+    delay_s = 0.3
+    asked: list[str] = []
+
+    def get(name: str) -> str:
+        asked.append(name)
+        time.sleep(delay_s)  # a peer this process does not hold yet: one command's round trip
+        if name == "p3":
+            raise HostUnreachable("p3", "nvidia-smi", "ssh failed (rc 255): no route to host")
+        return f"535.{name}"
+
+    names = [f"p{i}" for i in range(1, 9)]
+    started = time.monotonic()
+    values, errors = peer_facts(get, names)
+    elapsed = time.monotonic() - started
+    assert list(values) == [n for n in names if n != "p3"] and values["p8"] == "535.p8"
+    assert list(errors) == ["p3"] and "no route to host" in errors["p3"]
+    assert sorted(asked) == sorted(names)  # each once
+    assert elapsed < 4 * delay_s, f"8 peers took {elapsed:.2f} s: read one by one ({8 * delay_s:.1f} s) or nearly"
+
+
+def test_memoized_peers_are_asked_in_this_thread_one_by_one():
+    threads: set[str] = set()
+
+    def get(name: str) -> str:
+        threads.add(threading.current_thread().name)
+        return name.upper()
+
+    values, errors = peer_facts(get, ["x", "y", "z"])
+    assert values == {"x": "X", "y": "Y", "z": "Z"} and errors == {}
+    assert threads == {threading.current_thread().name}
+
+
+def test_a_run_of_one_selected_host_reads_only_that_host(pytester, tmp_path):
+    inventory = make_standins(tmp_path, ["sel-a", "sel-b", "sel-c"])
+    result, outcomes = run_hosts(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-m", "smoke",
+                                 "-k", "sel-b and not tiny", "--record", str(tmp_path / "rec"))
+    assert outcomes and not_passed(outcomes) == {}, result.stdout.str()[-3000:]
+    hosts = {host for rows in _sent(tmp_path / "rec").values() for host, _ in rows}
+    # sel-b's driver is compared with its platform peers (their GPU query only); nothing else of theirs is read
+    peers = Counter(host for rows in _sent(tmp_path / "rec").values() for host, _ in rows if host != "sel-b")
+    assert "sel-b" in hosts and set(peers) <= {"sel-a", "sel-c"} and all(n == 1 for n in peers.values()), peers
+
+
+@pytest.mark.parametrize("workers", ["2", "3"])
+def test_under_xdist_each_host_is_read_by_the_worker_that_runs_its_checks(pytester, tmp_path, workers):
+    names = [f"w{i}" for i in range(1, 6)]
+    inventory = make_standins(tmp_path, names)
+    _, serial = run_hosts(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-m", "smoke",
+                          "--record", str(tmp_path / "serial"))
+    result, parallel = run_hosts(pytester, "--inventory", str(inventory), "-n", workers, "-m", "smoke",
+                                 "--record", str(tmp_path / "rec"))
+    assert not_passed(parallel) == {}, result.stdout.str()[-3000:]
+    assert {n: o for n, (o, _) in serial.items()} == {n: o for n, (o, _) in parallel.items()}
+    one_process = [row for rows in _sent(tmp_path / "serial").values() for row in rows]
+    sent = _sent(tmp_path / "rec")
+    assert len(sent) == int(workers), sorted(sent)
+    owners = Counter()
+    for name in names:
+        expected = Counter(c for h, c in one_process if h == name)
+        per_worker = {file: Counter(c for h, c in rows if h == name) for file, rows in sent.items()}
+        owner = max(per_worker, key=lambda f: sum(per_worker[f].values()))
+        owners[owner] += 1
+        # the owner sends what one process sends for that host (less the planned facts no check asked for, where
+        # it holds one host and reads it as asked); another worker asks it at most for what a cross-host check
+        # of its own needs (the GPU query of the driver comparison, the group's model files)
+        assert per_worker[owner] and per_worker[owner] <= expected, (name, per_worker[owner], expected)
+        others = [c for f, counts in per_worker.items() if f != owner for c in counts.elements()]
+        assert all(n <= 2 for f, n in ((f, sum(c.values())) for f, c in per_worker.items()) if f != owner), others
+        assert {c.split()[0] for c in others} <= {"nvidia-smi", "find"}, (name, others)
+    assert len(owners) == int(workers), owners  # the hosts are spread over every worker
