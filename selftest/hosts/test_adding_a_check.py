@@ -1,95 +1,96 @@
-"""The README's "Adding a host check" walk-through, done for real: its three blocks (the ECC fact with its
-parser, the inventory field, the test) are applied to a copy of the repository; only those three files
-differ, no existing command changes, and the new check runs on a replay and judges its answer.
+"""The README's "Adding a host check" walk-through, done for real on a copy of the repository.
 
-The replay is REAL-h200x2 plus one SYNTHESIZED answer for the new command (GPU 1 with 2 uncorrected errors).
+Its steps (the ECC fact with its parser and judging check, the inventory field, the contract test, the new
+command's answer, `make schema`) are applied to the copy; then the copy runs what CI runs for such a change:
+the inventory self-tests (schema current, fuzzer over the seeds), the no-green-by-omission tests (every field
+judged or a setting, every judging check emitted), the read-only and command-path self-tests over every
+declared command and recording, the two seed host replays, and the contract on a replay of a host that
+declares the field. Exactly the files the README names change (four written, one generated). Before the
+walk-through is done, CI fails where it should: the field test names the missing `checks=` when the fact leaves
+it out, and the schema test names `make schema` until the last step.
+
+The replay is REAL-h200x2 plus the walk-through's SYNTHESIZED answer for the new command (GPU 1 shows 2
+uncorrected errors), merged by a second `--replay`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
+import shlex
 
-from llmval.hostfacts import COMMANDS
 from selftest.strategies import ROOT
+from selftest.walkthrough import Step, copy_repo, make_in, pytest_in, readme_steps, snapshot, touched
 
 from ._contract import INVENTORIES, REPLAYS
 
-SECTION_RE = re.compile(r"^## Adding a host check\n(?P<body>.*?)^## ", re.M | re.S)
-STEP_RE = re.compile(r"^\d\. `(?P<path>[^`]+)`.*?\n\n```python\n(?P<code>.*?)```", re.M | re.S)
 FIELD_ANCHOR = "    count: int = Field(ge=0, le=1024)\n"
-COPIED = ("src", "fixtures", "tests", "conftest.py", "pyproject.toml")
+GENERATED = {"inventories/inventory.schema.json"}
+CI_SELFTESTS = [  # what `make selftest` runs that reads the declared facts, fields, commands, recordings and schema
+    "selftest/inventory",
+    "selftest/report/test_verdict.py::test_every_inventory_field_is_a_judged_fact_or_a_setting",
+    "selftest/report/test_verdict.py::test_every_judging_check_is_one_a_check_emits",
+    "selftest/report/test_verdict.py::test_declared_facts_without_a_verdict_are_listed",
+    "selftest/hosts/test_readonly.py",
+    "selftest/hosts/test_command_path.py",
+    "selftest/hosts/test_replays.py::test_healthy_replay_passes",
+]
+SCHEMA_TEST = "selftest/inventory/test_inventory.py::test_committed_json_schema_is_current"
+FIELDS_TEST = CI_SELFTESTS[1]
 
 
-def _walkthrough() -> dict[str, str]:
-    section = SECTION_RE.search((ROOT / "README.md").read_text())
-    assert section, "README.md has no '## Adding a host check' section"
-    return {m["path"]: m["code"] for m in STEP_RE.finditer(section["body"])}
+def _write(repo, step, existing) -> None:
+    target = repo / step.target
+    if step.target in existing:  # an existing module: the block is a field added to GpuSpec
+        text = target.read_text()
+        assert FIELD_ANCHOR in text, f"{step.target} has no GpuSpec.count line to add the field after"
+        target.write_text(text.replace(FIELD_ANCHOR, FIELD_ANCHOR + step.code, 1))
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(step.code)
 
 
-def _apply(repo: Path, steps: dict[str, str]) -> None:
-    for path, code in steps.items():
-        target = repo / path
-        if target.exists():  # an existing module: the block is a field added to GpuSpec
-            text = target.read_text()
-            assert FIELD_ANCHOR in text
-            target.write_text(text.replace(FIELD_ANCHOR, FIELD_ANCHOR + code, 1))
-        else:
-            target.write_text(code)
+def test_readme_walkthrough_adds_an_ecc_check_that_ci_accepts(tmp_path):
+    steps = readme_steps("Adding a host check")
+    written = [s for s in steps if not s.is_command]
+    commands = [s for s in steps if s.is_command]
+    assert [s.target for s in commands] == ["make schema"] and len(written) == 4
+    repo = copy_repo(tmp_path)
+    before = snapshot(repo)
 
+    fact_step = written[0]
+    assert ', checks="hosts.gpu.ecc_uncorrected")' in fact_step.code
+    unjudged = Step(fact_step.target, fact_step.code.replace(', checks="hosts.gpu.ecc_uncorrected")', ")"))
+    for step in [unjudged, *written[1:]]:
+        _write(repo, step, before)
+    # what CI says before the walk-through is done: the field is judged by nothing, the schema is stale
+    early = pytest_in(repo, SCHEMA_TEST, FIELDS_TEST)
+    assert early.rc == 1 and "2 failed" in early.output, early.tail()
+    assert "run `make schema`" in early.output and "hosts.gpus.ecc_uncorrected_max: name the checks" in early.output
+    _write(repo, fact_step, before)
+    for step in commands:
+        ran = make_in(repo, shlex.split(step.target)[1])
+        assert ran.rc == 0, ran.tail()
 
-def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for name in COPIED for p in
-            ([root / name] if (root / name).is_file() else (root / name).rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
+    changed = touched(before, snapshot(repo))
+    assert changed == {s.target for s in written} | GENERATED, sorted(changed)
+    assert not any(p.startswith("fixtures/") for p in changed)  # the copy runs the checkout's fixtures/
 
-
-def test_readme_walkthrough_adds_an_ecc_check_in_three_files(tmp_path):
-    steps = _walkthrough()
-    assert len(steps) == 3
-    repo = tmp_path / "repo"
-    for name in COPIED:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, repo / name)
-    before = _files(repo)
-    _apply(repo, steps)
-    after = _files(repo)
-    changed = sorted(p for p in after if before.get(p) != after[p])
-    assert changed == sorted(steps) and len([p for p in changed if not p.startswith("tests/")]) <= 2
-
-    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
-    probe = ("import json, llmval.hostfacts as h; "
-             "print(json.dumps({n: c.template for n, c in h.COMMANDS.items()}))")
-    commands = json.loads(subprocess.run([sys.executable, "-c", probe], env=env, cwd=repo, check=True,
-                                         capture_output=True, text=True).stdout)
-    assert set(commands) - set(COMMANDS) == {"gpu-ecc"}
-    assert {n: t for n, t in commands.items() if n != "gpu-ecc"} == {n: c.template for n, c in COMMANDS.items()}
+    ci = pytest_in(repo, *CI_SELFTESTS, timeout_s=600)
+    assert ci.rc == 0, ci.tail()
+    assert " passed" in ci.output and " failed" not in ci.output, ci.tail()
 
     inventory = tmp_path / "h200x2-ecc.toml"
     inventory.write_text((INVENTORIES / "h200x2.toml").read_text()
                          .replace("[hosts.gpus]\n", "[hosts.gpus]\necc_uncorrected_max = 0\n", 1))
-    replay = tmp_path / "replay"
-    shutil.copytree(REPLAYS / "REAL-h200x2", replay)
-    ecc = commands["gpu-ecc"]
-    (replay / "commands-synth-ecc.jsonl").write_text(json.dumps({  # SYNTHESIZED: GPU 1 shows 2 errors
-        "host": "h200", "command": ecc, "rc": 0, "stdout": "0, 0\n1, 2\n", "stderr": "", "duration_s": 0.1,
-        "timed_out": False}) + "\n")
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
-                          "--reports", str(tmp_path / "reports"), "--inventory", str(inventory), "--replay",
-                          str(replay), "tests/hosts"], env=env, cwd=repo, capture_output=True, text=True, timeout=300)
+    answer = next(s for s in written if s.target.endswith(".jsonl"))
+    contract = pytest_in(repo, "--reports", str(tmp_path / "reports"), "--inventory", str(inventory),
+                         "--replay", str(repo / REPLAYS.relative_to(ROOT) / "REAL-h200x2"),
+                         "--replay", str((repo / answer.target).parent), "tests/hosts")
     tests = {t["nodeid"].split("::")[-1]: t for t in
              json.loads((tmp_path / "reports" / "results.json").read_text())["tests"]}
     verdict = tests["test_gpu_ecc_uncorrected_within_limit[h200]"]
-    assert verdict["outcome"] == "failed", run.stdout[-3000:]
+    assert verdict["outcome"] == "failed", contract.tail()
     assert "hosts.gpu.ecc_uncorrected" in verdict["message"] and "{1: 2}" in verdict["message"]
     failed = {n for n, t in tests.items() if t["outcome"] == "failed"}
     assert failed == {"test_gpu_ecc_uncorrected_within_limit[h200]", "test_no_stray_gpu_processes[h200]"}, \
-        run.stdout[-3000:]  # the stray python3 is real (see REAL-h200x2's README)
+        contract.tail()  # the stray python3 is real (see REAL-h200x2's README)

@@ -17,7 +17,9 @@ from llmval.hostfacts import (
     FILE_LIST,
     NCCL_FILE,
     READ_ONLY,
+    UNAME,
     UnsafeArgument,
+    fact,
     family_of,
     is_read_only,
 )
@@ -65,9 +67,18 @@ def test_every_declared_command_is_used_by_some_recording_or_live_self_test():
 
 
 def test_every_fact_declares_its_commands_and_section():
-    for fact in FACTS.values():
-        assert fact.commands and fact.section, fact.name
-        assert all(c in READ_ONLY for c in fact.commands), fact.name
+    for declared in FACTS.values():
+        assert declared.commands and declared.section, declared.name
+        assert all(c in READ_ONLY for c in declared.commands), declared.name
+
+
+def test_a_fact_judges_only_fields_of_its_section_with_host_check_ids():
+    """What a declaration says it is evidence for is checked when it is declared (nothing is registered then)."""
+    with pytest.raises(ValueError, match="outside the fact's section 'gpus'"):
+        fact(UNAME, section="gpus", judges={"nccl.forbid": "hosts.nccl.transport"})
+    with pytest.raises(ValueError, match="check ids must be"):
+        fact(UNAME, section="gpus.p2p", checks="gpu.p2p")
+    assert FACTS["p2p_read"].judges == {"gpus.p2p": ("hosts.gpu.p2p",)}
 
 
 def test_the_reported_exploit_is_refused_at_render_and_at_check():

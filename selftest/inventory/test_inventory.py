@@ -23,7 +23,7 @@ def test_seed_inventories_are_valid(path):
 def test_committed_json_schema_is_current():
     committed = (ROOT / "inventories" / "inventory.schema.json").read_text()
     assert committed == inventory_json_schema(), \
-        "stale: run python -m llmval schema > inventories/inventory.schema.json"
+        "inventories/inventory.schema.json is stale: run `make schema` (it is generated from the inventory models)"
 
 
 def _assert_short_and_named(error: InventoryError, source: str) -> None:

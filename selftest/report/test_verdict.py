@@ -8,18 +8,16 @@ The README's exit-code table names the tests here.
 from __future__ import annotations
 
 import json
-import typing
 import xml.etree.ElementTree as ET
 
 import pytest
-from pydantic import BaseModel
 
 from llmval.core.errors import HostUnreachable, LlmvalError
 from llmval.core.verdict import Cause, could_not_check, make_verdict
 from llmval.inventory import AgenticSpec, EndpointSpec, HostSpec, Inventory, NiahSpec, PerfSpec, load_inventory
 from llmval.report import build_status, render_markdown
 from llmval.report.exitcodes import ExitCode, run_exit_code
-from llmval.report.judged import FACTS, SETTINGS, not_judged
+from llmval.report.judged import FACTS, SETTINGS, field_paths, not_judged
 from llmval.report.junit import junit_names
 from llmval.report.results import RunResults, TestResult
 from selftest.plugin.test_options import run_contract
@@ -175,15 +173,6 @@ def test_listing_runs_write_no_status_or_history(pytester, listing):
     assert not (reports / "junit.xml").exists()
 
 
-def _field_paths(model, prefix: str = "") -> list[str]:
-    paths = []
-    for name, field in model.model_fields.items():
-        nested = [a for b in (field.annotation, *typing.get_args(field.annotation)) for a in (b, *typing.get_args(b))
-                  if isinstance(a, type) and issubclass(a, BaseModel)]
-        paths += _field_paths(nested[0], f"{prefix}{name}.") if nested else [prefix + name]
-    return paths
-
-
 @pytest.mark.parametrize(("section", "model"), [("hosts", HostSpec), ("endpoints", EndpointSpec),
                                                 ("perf", PerfSpec), ("niah", NiahSpec), ("agentic", AgenticSpec)])
 def test_every_inventory_field_is_a_judged_fact_or_a_setting(section, model):
@@ -192,9 +181,31 @@ def test_every_inventory_field_is_a_judged_fact_or_a_setting(section, model):
     def covered(path: str, keys) -> bool:
         return any(path == k or path.startswith(k + ".") for k in keys)
 
-    for path in _field_paths(model):
+    for path in field_paths(model):
         assert covered(path, FACTS[section]) != covered(path, SETTINGS[section]), \
-            f"{section}.{path}: add it to llmval.report.judged FACTS (with the checks judging it) or SETTINGS"
+            f"{section}.{path}: " + (
+                "name the checks judging it on its host fact (`@fact(..., checks=...)` in llmval.hostfacts) or add it "
+                "to llmval.report.judged SETTINGS" if section == "hosts"
+                else "add it to llmval.report.judged FACTS (with the checks judging it) or SETTINGS")
+
+
+def _emitted(check: str, sources: str) -> bool:
+    """A check id (or glob) some contract test, fixture or module passes to `expect`: as a literal, a glob's
+    literal stem, or an f-string whose literal part is a dotted parent of it (`f"serving.speculative.{name}"`)."""
+    if "*" in check:
+        return f'"{check.split("*")[0]}' in sources
+    parts = check.split(".")
+    return f'"{check}"' in sources or any(f'"{".".join(parts[:i])}.{{' in sources for i in range(1, len(parts)))
+
+
+def test_every_judging_check_is_one_a_check_emits():
+    """A check id declared to judge a field (llmval.report.judged FACTS, the host facts' `checks=`) that no check emits
+    would leave that field unjudged in every run: a typo there is a run that is never GREEN."""
+    sources = "\n".join(p.read_text() for folder in ("tests", "fixtures", "src/llmval") for p in (ROOT / folder).rglob(
+        "*.py") if p.name != "judged.py" and "hostfacts" not in p.parts)  # not where the ids are declared
+    missing = [(section, field, check) for section, fields in FACTS.items() for field, checks in fields.items()
+               for check in checks if not _emitted(check, sources)]
+    assert missing == []
 
 
 def test_declared_facts_without_a_verdict_are_listed():

@@ -11,7 +11,7 @@ module). The declaration holds everything about the fact:
     GPU_ECC = Command("gpu-ecc", "nvidia-smi --query-gpu=index,ecc.errors.uncorrected.volatile.total "
                       "--format=csv,noheader,nounits")
 
-    @fact(GPU_ECC, section="gpus.ecc_uncorrected_max")
+    @fact(GPU_ECC, section="gpus.ecc_uncorrected_max", checks="hosts.gpu.ecc_uncorrected")
     def gpu_ecc(host: Reader) -> dict[int, int | None]:
         """Uncorrected ECC errors per GPU since the driver loaded (None: [N/A])."""
         rows = (line.split(",") for line in host.output(GPU_ECC).splitlines() if line.strip())
@@ -24,7 +24,11 @@ module). The declaration holds everything about the fact:
 - the **reader/parser**: `read(host, *args)`; `host.output(CMD, **args)` / `host.result(CMD, **args)`
   send only the fact's declared commands; `host.<other fact>(...)` reads another fact;
 - the **inventory section** that needs it (`section=`, a dotted path in `[[hosts]]`), and `needs=` when
-  "the section is set" is not the rule: a function of the HostSpec returning a bool or argument tuples.
+  "the section is set" is not the rule: a function of the HostSpec returning a bool or argument tuples;
+- the **checks that judge it** (`checks=` for the section field, or `judges={field: checks}` for several fields
+  of the section, check ids or globs): `llmval.report.judged` lists a declared field that no held, broken or blocked
+  verdict of its checks judged, and the run is not GREEN (no green by omission). A new inventory field is
+  either judged by a declaration or a setting in `llmval.report.judged.SETTINGS`; a self-test fails otherwise.
 
 Modules here are imported on first use of the package (no list to edit). Tests read a fact as
 `facts.gpu_ecc()` (the `facts` fixture is a `HostFacts`), memoized per host with its error. The
@@ -70,6 +74,7 @@ from ._fact import (
     failure_text,
     family_of,
     is_read_only,
+    judged_fields,
     peer_facts,
     prefetch,
 )
@@ -166,6 +171,7 @@ __all__ = [
     "group_digests",
     "holder_is_allowed",
     "is_read_only",
+    "judged_fields",
     "log_command",
     "log_reader",
     "model_digests",

@@ -6,6 +6,7 @@ See the package docstring (`llmval.hostfacts`) for how to declare a fact.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import threading
 import time
@@ -21,7 +22,7 @@ from ..io.transport import Connection
 from ._command import Command
 
 __all__ = ["COMMANDS", "FACTS", "Fact", "HostFacts", "Prefetch", "Reader", "allow", "fact", "fact_plan",
-           "failure_text", "family_of", "is_read_only", "peer_facts", "prefetch"]
+           "failure_text", "family_of", "is_read_only", "judged_fields", "peer_facts", "prefetch"]
 
 Plan = Callable[[HostSpec], "bool | Iterable[tuple]"]
 
@@ -41,6 +42,9 @@ class Fact:
     needs: Plan
     """`needs(host_spec)`: False/True, or the argument tuples to read for that host (prefetch plan)."""
     doc: str = ""
+    judges: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """Inventory fields (dotted, in `[[hosts]]`) this fact is evidence for -> the check ids (globs) whose
+    verdicts judge them: what `llmval.report.judged` lists when a declared field was judged by none."""
 
     def plan(self, spec: HostSpec) -> list[tuple]:
         wanted = self.needs(spec)
@@ -63,10 +67,28 @@ def _section_is_declared(section: str) -> Plan:
     return needs
 
 
-def fact(*commands: Command, section: str, needs: Plan | None = None) -> Callable[[Callable], Callable]:
+def _check_ids(checks: str | tuple[str, ...]) -> tuple[str, ...]:
+    ids = (checks,) if isinstance(checks, str) else tuple(checks)
+    if not ids or not all(isinstance(c, str) and c.startswith("hosts.") for c in ids):
+        raise ValueError(f"check ids must be non-empty `hosts.<subject>.<property>` ids (globs), got {checks!r}")
+    return ids
+
+
+def fact(*commands: Command, section: str, needs: Plan | None = None, checks: str | tuple[str, ...] = (),
+         judges: dict[str, str | tuple[str, ...]] | None = None) -> Callable[[Callable], Callable]:
     """Declare the decorated `read(reader, *args)` as the host fact of its name (see the package docstring).
 
-    `needs` defaults to "the section is declared" (read once, no arguments)."""
+    `needs` defaults to "the section is declared" (read once, no arguments). `checks` names the check ids
+    (globs) that judge the `section` field; `judges` maps several fields of the section to their checks
+    (`{"gpus.count": "hosts.gpu.count", ...}`). Either makes the field a fact the run must judge
+    (`llmval.report.judged`): a declared field that no held or broken verdict of those checks judged keeps the run
+    from GREEN."""
+    judged = {field: _check_ids(ids) for field, ids in (judges or {}).items()}
+    if checks:
+        judged[section] = _check_ids(checks)
+    outside = [f for f in judged if f != section and not f.startswith(section + ".")]
+    if outside:
+        raise ValueError(f"judges= names fields outside the fact's section {section!r}: {outside}")
 
     def declare(read: Callable) -> Callable:
         name = read.__name__
@@ -74,10 +96,20 @@ def fact(*commands: Command, section: str, needs: Plan | None = None) -> Callabl
             raise ValueError(f"host fact {name!r} is declared twice ({FACTS[name].read.__module__}, {read.__module__})")
         allow(*commands)
         FACTS[name] = Fact(name, tuple(commands), read, section, needs or _section_is_declared(section),
-                           (read.__doc__ or "").strip())
+                           (read.__doc__ or "").strip(), judged)
         return read
 
     return declare
+
+
+def judged_fields() -> dict[str, tuple[str, ...]]:
+    """Every `[[hosts]]` field a declared fact is evidence for -> the check ids judging it (the union over the
+    facts that name it, first declaration first), in the order the facts were declared."""
+    fields: dict[str, tuple[str, ...]] = {}
+    for declared in FACTS.values():
+        for field, ids in declared.judges.items():
+            fields[field] = tuple(dict.fromkeys(fields.get(field, ()) + ids))
+    return fields
 
 
 class Reader:

@@ -106,7 +106,9 @@ def _process_environment(host: Reader, pattern: str) -> Environment | None:
     return Environment(parse_environ(result.stdout), f"pid {chosen.pid} ({chosen.name}){others}")
 
 
-@fact(PROCESS_ENVIRON, PROCESS_ENV, section="env", needs=lambda h: [(h.env.source,)] if h.env else [])
+@fact(PROCESS_ENVIRON, PROCESS_ENV, section="env",
+      judges={"env.required": "hosts.env.*", "env.forbidden": "hosts.env.*"},
+      needs=lambda h: [(h.env.source,)] if h.env else [])
 def environment(host: Reader, source: Source) -> Environment | None:
     """The serving process's environment from `systemd:<unit>`, `docker:<name>` or `process:<pattern>`;
     None when the unit, container or process does not exist."""

@@ -23,7 +23,8 @@ FILE_LIST = Command("file-list", "find -L {path} -type f -printf '%s %T@ %p\\n'"
 SHA256 = Command("sha256", "sha256sum -- {paths*}", paths=PATH)
 
 
-@fact(FILE_LIST, section="model_files", needs=lambda h: [(m.path,) for m in h.model_files])
+@fact(FILE_LIST, section="model_files", checks="hosts.model_files.*",
+      needs=lambda h: [(m.path,) for m in h.model_files])
 def file_listing(host: Reader, path: str) -> dict[str, tuple[int, str]]:
     """Files under `path` (following symlinks): path → (size, mtime); empty when `path` is missing."""
     return parse_find_listing(host.result(FILE_LIST, path=path).stdout)

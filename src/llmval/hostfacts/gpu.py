@@ -41,7 +41,10 @@ class GpusLost(CommandFailed):
     """nvidia-smi itself says the GPUs are gone (Xid 79, driver unloaded): the GPU contract is broken."""
 
 
-@fact(GPU_QUERY, section="gpus")
+@fact(GPU_QUERY, section="gpus", judges={
+    "gpus.count": "hosts.gpu.count", "gpus.name": "hosts.gpu.name", "gpus.compute_capability": "hosts.gpu.compute_cap",
+    "gpus.driver_min": "hosts.driver.min", "gpus.memory": "hosts.gpu.memory", "gpus.memory_total_mib_min":
+    "hosts.gpu.memory", "gpus.uuids": "hosts.gpu.uuids", "gpus.bus_ids": "hosts.gpu.bus_ids"})
 def gpus(host: Reader) -> list[GpuInfo]:
     """GPUs from nvidia-smi's CSV query; GpusLost when nvidia-smi itself says the GPUs are gone."""
     result = host.result(GPU_QUERY)
@@ -73,20 +76,20 @@ def smi_xml(host: Reader) -> str:
     return host.output(SMI_XML)
 
 
-@fact(SMI_XML, section="gpus",
+@fact(SMI_XML, section="gpus", judges={"gpus.cuda_version": "hosts.driver.cuda_version"},
       needs=lambda h: (h.gpus is not None and h.gpus.cuda_version is not None) or h.proxmox is not None)
 def smi_log(host: Reader) -> SmiLog:
     """Driver/CUDA versions and per-GPU minor numbers from `nvidia-smi -q -x`."""
     return parse_nvidia_smi_xml(host.smi_xml())
 
 
-@fact(P2P_READ, section="gpus.p2p")
+@fact(P2P_READ, section="gpus.p2p", checks="hosts.gpu.p2p")
 def p2p_read(host: Reader) -> dict[tuple[str, str], str]:
     """Peer-to-peer read status between every pair of GPUs, as the driver reports it."""
     return parse_nvidia_smi_topo_p2p(host.output(P2P_READ))
 
 
-@fact(GPU_HOLDERS, section="gpu_processes")
+@fact(GPU_HOLDERS, section="gpu_processes", checks=("hosts.gpu.stray_processes", "hosts.gpu.zombie_workers"))
 def gpu_holders(host: Reader) -> list[GpuHolder]:
     """Processes holding /dev/nvidia* (fuser exits 1 when there are none), without passers-by.
 

@@ -26,7 +26,7 @@ KERNEL_GPU_DMESG = Command("kernel-gpu-dmesg",
 SUPERSEDED = {KERNEL_GPU_JOURNAL: XID_JOURNAL, KERNEL_GPU_DMESG: XID_DMESG}
 
 
-@fact(SMI_XML, section="gpus.health")
+@fact(SMI_XML, section="gpus.health", checks="hosts.gpu.health.*")
 def gpu_health(host: Reader) -> list[GpuHealth]:
     """Per-GPU health fields (PCIe link, ECC, remapped rows, clocks event reasons...) of `nvidia-smi -q -x`."""
     return parse_gpu_health_xml(host.smi_xml())

@@ -17,7 +17,9 @@ NCCL_JOURNAL = Command(
 NCCL_DOCKER = Command("nccl-docker", "docker logs {name} 2>&1 | grep -E 'NCCL (INFO|WARN)'", name=CONTAINER)
 
 
-@fact(NCCL_FILE, NCCL_JOURNAL, NCCL_DOCKER, section="nccl", needs=lambda h: [(h.nccl.log,)] if h.nccl else [])
+@fact(NCCL_FILE, NCCL_JOURNAL, NCCL_DOCKER, section="nccl", judges={
+    "nccl.expect_transport": "hosts.nccl.transport", "nccl.forbid": "hosts.nccl.transport",
+    "nccl.p2p_disabled": "hosts.nccl.p2p_disabled"}, needs=lambda h: [(h.nccl.log,)] if h.nccl else [])
 def nccl_log(host: Reader, source: Source) -> NcclLog:
     """NCCL INFO/WARN lines from `file:<path>`, `journal:<unit>` (current invocation) or `docker:<name>`."""
     if source.kind == "file":

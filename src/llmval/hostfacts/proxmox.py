@@ -19,7 +19,7 @@ def _guests(kind: str):
     return lambda h: [(g.id,) for g in (h.proxmox.guests if h.proxmox else []) if g.kind == kind]
 
 
-@fact(PCI_DRIVERS, section="proxmox")
+@fact(PCI_DRIVERS, section="proxmox", checks="hosts.split.*")
 def pci_drivers(host: Reader) -> dict[str, PciDriver]:
     """Driver bound to each NVIDIA PCI function (sysfs)."""
     return parse_pci_drivers(host.output(PCI_DRIVERS))

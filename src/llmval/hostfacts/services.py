@@ -14,14 +14,14 @@ UNIT_SHOW = Command("unit-show",
 CONTAINER_INSPECT = Command("container-inspect", "docker inspect --type container {name}", name=CONTAINER)
 
 
-@fact(UNIT_SHOW, section="services",
+@fact(UNIT_SHOW, section="services", checks="hosts.service.*",
       needs=lambda h: [(s.name,) for s in h.services if s.kind == "systemd"])
 def unit(host: Reader, name: str) -> UnitState:
     """A systemd unit's state, enablement, main pid and Environment=."""
     return parse_systemctl_show(host.output(UNIT_SHOW, unit=name))
 
 
-@fact(CONTAINER_INSPECT, section="services",
+@fact(CONTAINER_INSPECT, section="services", checks="hosts.service.*",
       needs=lambda h: [(s.name,) for s in h.services if s.kind == "docker"])
 def container(host: Reader, name: str) -> ContainerInfo | None:
     """The container, or None when docker has no container of that name."""

@@ -1,11 +1,13 @@
 """Which inventory fields are facts to judge, and which check ids judge them: no green by omission.
 
-`FACTS` maps each fact field of a target's inventory section (`hosts`, `endpoints`, `perf`, `niah`) to the
-check ids (globs) whose verdicts judge it; `SETTINGS` lists the fields that only say how to reach or run a
-target. A self-test proves every field of the inventory models is in exactly one of them, so a field added
-to the inventory without a check shows up at once. In a full run, `not_judged(inventory, verdicts)` lists
-every declared fact that no held, broken or blocked verdict on that target judged; the status document
-shows the list and the run is not GREEN while it is non-empty.
+`FACTS` maps each fact field of a target's inventory section (`hosts`, `endpoints`, `perf`, `niah`, `agentic`)
+to the check ids (globs) whose verdicts judge it; `SETTINGS` lists the fields that only say how to reach or run a
+target. The `hosts` facts are not listed here: each host fact's declaration names the fields it is evidence for
+and their checks (`@fact(..., checks=...)` in `llmval.hostfacts`), and `FACTS["hosts"]` is read from those
+declarations, in the inventory model's field order. A self-test proves every field of the inventory models is in
+exactly one of FACTS and SETTINGS, so a field added to the inventory without a check shows up at once. In a full
+run, `not_judged(inventory, verdicts)` lists every declared fact that no held, broken or blocked verdict on that
+target judged; the status document shows the list and the run is not GREEN while it is non-empty.
 
     not_judged(inventory, verdicts) -> [Unjudged(section="hosts", target="kpro6-ct129", field="gpus.p2p",
                                                  checks=("hosts.gpu.p2p",))]
@@ -14,40 +16,40 @@ shows the list and the run is not GREEN while it is non-empty.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
+from pydantic import BaseModel
+
 from ..agentic.grid import grid_name as agentic_grid_name
 from ..core.verdict import Cause, Verdict
-from ..inventory import Inventory
+from ..hostfacts import judged_fields
+from ..inventory import HostSpec, Inventory
 from ..needle.grid import grid_name
 
+
+def field_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every leaf field of an inventory model as a dotted path, in declaration order (nested models expanded)."""
+    paths = []
+    for name, info in model.model_fields.items():
+        nested = [a for b in (info.annotation, *typing.get_args(info.annotation)) for a in (b, *typing.get_args(b))
+                  if isinstance(a, type) and issubclass(a, BaseModel)]
+        paths += field_paths(nested[0], f"{prefix}{name}.") if nested else [prefix + name]
+    return paths
+
+
+def _in_model_order(fields: dict[str, tuple[str, ...]], model: type[BaseModel]) -> dict[str, tuple[str, ...]]:
+    leaves = field_paths(model)
+
+    def rank(field: str) -> int:
+        return next((i for i, leaf in enumerate(leaves) if leaf == field or leaf.startswith(field + ".")), len(leaves))
+
+    return {field: fields[field] for field in sorted(fields, key=rank)}
+
+
 FACTS: dict[str, dict[str, tuple[str, ...]]] = {
-    "hosts": {
-        "gpus.count": ("hosts.gpu.count",),
-        "gpus.name": ("hosts.gpu.name",),
-        "gpus.compute_capability": ("hosts.gpu.compute_cap",),
-        "gpus.driver_min": ("hosts.driver.min",),
-        "gpus.cuda_version": ("hosts.driver.cuda_version",),
-        "gpus.memory": ("hosts.gpu.memory",),
-        "gpus.memory_total_mib_min": ("hosts.gpu.memory",),
-        "gpus.uuids": ("hosts.gpu.uuids",),
-        "gpus.bus_ids": ("hosts.gpu.bus_ids",),
-        "gpus.p2p": ("hosts.gpu.p2p",),
-        "gpus.health": ("hosts.gpu.health.*",),
-        "proxmox": ("hosts.split.*",),
-        "interfaces": ("hosts.interface.*",),
-        "env.required": ("hosts.env.*",),
-        "env.forbidden": ("hosts.env.*",),
-        "nccl.expect_transport": ("hosts.nccl.transport",),
-        "nccl.forbid": ("hosts.nccl.transport",),
-        "nccl.p2p_disabled": ("hosts.nccl.p2p_disabled",),
-        "services": ("hosts.service.*",),
-        "model_files": ("hosts.model_files.*",),
-        "ray.alive_nodes": ("hosts.ray.alive_gpu_nodes",),
-        "ray.gpus_per_node": ("hosts.ray.alive_gpu_nodes",),
-        "gpu_processes": ("hosts.gpu.stray_processes", "hosts.gpu.zombie_workers"),
-    },
+    "hosts": _in_model_order(judged_fields(), HostSpec),
     "endpoints": {
         "engine": ("serving.engine.kind",),
         "model": ("serving.model.id",),
