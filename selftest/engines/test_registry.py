@@ -37,25 +37,34 @@ def test_the_inventory_init_and_cli_choices_are_the_registry():
     assert list(PLATFORMS) == list(ADAPTERS)
     assert all(PLATFORMS[k].base_url.endswith(f":{c.default_port}") for k, c in ADAPTERS.items())
     with pytest.raises(SystemExit):
-        main(["init", "x", "--platform", "trtllm"])
+        main(["init", "x", "--platform", "example-engine"])
 
 
 def test_a_new_adapter_is_a_new_inventory_choice(monkeypatch):
-    class TrtllmAdapter(EngineAdapter):
-        kind = "trtllm"
+    class ExampleAdapter(EngineAdapter):
+        kind = "example-engine"
 
-    monkeypatch.setitem(ADAPTERS, "trtllm", TrtllmAdapter)
+    monkeypatch.setitem(ADAPTERS, "example-engine", ExampleAdapter)
     spec = EndpointSpec.model_validate({"name": "t", "platform": "p", "base_url": "http://127.0.0.1:8000",
-                                        "engine": "trtllm", "model": "m"})
-    assert spec.engine == "trtllm"
-    monkeypatch.delitem(ADAPTERS, "trtllm")
-    with pytest.raises(ValueError, match=r"unknown engine 'trtllm'; valid: \['openai', 'sglang', 'vllm'\]"):
-        EndpointSpec.model_validate({**spec.model_dump(mode="json"), "engine": "trtllm"})
+                                        "engine": "example-engine", "model": "m"})
+    assert spec.engine == "example-engine"
+    monkeypatch.delitem(ADAPTERS, "example-engine")
+    with pytest.raises(ValueError, match=re.escape(f"unknown engine 'example-engine'; valid: {sorted(ADAPTERS)}")):
+        EndpointSpec.model_validate({**spec.model_dump(mode="json"), "engine": "example-engine"})
 
 
 def test_unknown_engine_names_the_valid_ones():
-    with pytest.raises(ValueError, match=r"unknown engine 'trtllm'; valid: \['openai', 'sglang', 'vllm'\]"):
-        adapter_class("trtllm")
+    assert {"openai", "sglang", "vllm"} <= set(ADAPTERS)
+    with pytest.raises(ValueError, match=re.escape(f"unknown engine 'example-engine'; valid: {sorted(ADAPTERS)}")):
+        adapter_class("example-engine")
+
+
+def test_every_adapter_module_is_registered_without_a_list():
+    """The registry is every EngineAdapter subclass of the package's modules, by kind, the plain server last
+    (README "Adding an engine": one module, no list to edit)."""
+    kinds = list(ADAPTERS)
+    assert kinds[-1] == "openai" and kinds[:-1] == sorted(kinds[:-1])
+    assert ADAPTERS["sglang"] is SglangAdapter and ADAPTERS["vllm"] is VllmAdapter
 
 
 VLLM_BEFORE = ("vllm:spec_decode_num_drafts_total 100\nvllm:spec_decode_num_accepted_tokens_total 150\n"

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 
 from selftest.strategies import ROOT
-from selftest.walkthrough import Step, copy_repo, make_in, pytest_in, readme_steps, snapshot, touched
+from selftest.walkthrough import Step, copy_repo, make_in, pytest_in, readme_steps, run_in, snapshot, touched
 
 from ._contract import INVENTORIES, REPLAYS
 
@@ -75,6 +76,8 @@ def test_readme_walkthrough_adds_an_ecc_check_that_ci_accepts(tmp_path):
     assert changed == {s.target for s in written} | GENERATED, sorted(changed)
     assert not any(p.startswith("fixtures/") for p in changed)  # the copy runs the checkout's fixtures/
 
+    lint = run_in(repo, sys.executable, "-m", "ruff", "check", *(s.target for s in written if s.target.endswith(".py")))
+    assert lint.rc == 0, lint.tail()
     ci = pytest_in(repo, *CI_SELFTESTS, timeout_s=600)
     assert ci.rc == 0, ci.tail()
     assert " passed" in ci.output and " failed" not in ci.output, ci.tail()

@@ -10,6 +10,8 @@ Pure parsers (metrics text, log lines) live in `metrics.py` and `logs.py` and ar
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 
 import httpx
@@ -35,9 +37,30 @@ from .serving_process import StaleEvidence
 from .sglang import SglangAdapter
 from .vllm import VllmAdapter
 
-# The registry: one entry per engine, in detection order. The inventory's `engine =` choices
-# (inventory/serving.py) name these kinds; selftest/engines/test_registry.py keeps the two equal.
-ADAPTERS: dict[str, type[EngineAdapter]] = {cls.kind: cls for cls in (SglangAdapter, VllmAdapter, EngineAdapter)}
+
+def _registry() -> dict[str, type[EngineAdapter]]:
+    """Every `EngineAdapter` subclass defined in a module of this package (each module is imported here: there is
+    no list to edit), keyed by its `kind`, in detection order: by kind, then the plain OpenAI-compatible server
+    (`EngineAdapter` itself: what is left when no engine's `detect` answered)."""
+    found: dict[str, type[EngineAdapter]] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for value in vars(module).values():
+            if (isinstance(value, type) and issubclass(value, EngineAdapter) and value is not EngineAdapter
+                    and value.__module__ == module.__name__):
+                if value.kind in found or value.kind == EngineAdapter.kind:
+                    other = found.get(value.kind, EngineAdapter)
+                    raise ValueError(f"engine adapter {value.__qualname__} ({module.__name__}) has kind {value.kind!r},"
+                                     f" already {other.__qualname__}'s: give it a kind of its own")
+                found[value.kind] = value
+    return {**dict(sorted(found.items())), EngineAdapter.kind: EngineAdapter}
+
+
+# The registry: one entry per engine, in detection order. The inventory's `engine =` choices, its JSON schema,
+# `llmval init --platform` and the CLI's choices are its kinds (selftest/engines/test_registry.py).
+ADAPTERS: dict[str, type[EngineAdapter]] = _registry()
 
 __all__ = [
     "ADAPTERS",
