@@ -32,10 +32,16 @@ BLOCK_RE = re.compile(r"^```(?P<lang>\w*)\n(?P<code>.*?)^```", re.M | re.S)
 
 @dataclass(frozen=True)
 class Step:
-    """One numbered README step: a file and the block written to it, or (no block) a command to run."""
+    """One numbered README step: a file and the block written to it (a `diff` block: the change applied to it),
+    or (no block) a command to run."""
 
     target: str
     code: str | None
+    lang: str = ""
+
+    @property
+    def is_patch(self) -> bool:
+        return self.lang == "diff"
 
     @property
     def is_command(self) -> bool:
@@ -45,14 +51,14 @@ class Step:
 def readme_steps(title: str) -> list[Step]:
     """The numbered steps of the README section `## {title}` (up to the next `## ` heading)."""
     text = (ROOT / "README.md").read_text()
-    match = re.search(rf"^## {re.escape(title)}\n(?P<body>.*?)(?=^## )", text, re.M | re.S)
+    match = re.search(rf"^## {re.escape(title)}\n(?P<body>.*?)(?=^##+ )", text, re.M | re.S)
     assert match, f"README.md has no '## {title}' section"
     steps = []
     for item in ITEM_RE.finditer(match["body"]):
         head = HEAD_RE.search(item["item"])
         assert head, f"README '{title}': a step names no file or command: {item['item'][:80]!r}"
         block = BLOCK_RE.search(item["item"])
-        steps.append(Step(head["target"], block["code"] if block else None))
+        steps.append(Step(head["target"], block["code"] if block else None, block["lang"] if block else ""))
     return steps
 
 
@@ -117,3 +123,11 @@ def make_in(repo: Path, target: str) -> Ran:
     """`make TARGET` in the copy, with this interpreter as the venv's python. `-o .venv/.ready`: the copy has no venv
     of its own and must never build one (nor reinstall the checkout's)."""
     return run_in(repo, "make", "--no-print-directory", "-o", ".venv/.ready", target, f"PY={sys.executable}")
+
+
+def apply_patch(repo: Path, step: Step) -> Ran:
+    """`git apply` the step's diff in the copy (outside any git repository it works as `patch` does)."""
+    start = time.monotonic()
+    done = subprocess.run(["git", "apply", "--verbose", "-"], cwd=repo, input=step.code, capture_output=True,
+                          text=True, timeout=60)
+    return Ran(["git", "apply", step.target], done.returncode, done.stdout + done.stderr, time.monotonic() - start)
