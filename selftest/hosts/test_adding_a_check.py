@@ -7,7 +7,8 @@ judged or a setting, every judging check emitted), the read-only and command-pat
 declared command and recording, the two seed host replays, and the contract on a replay of a host that
 declares the field. Exactly the files the README names change (four written, one generated). Before the
 walk-through is done, CI fails where it should: the field test names the missing `checks=` when the fact leaves
-it out, and the schema test names `make schema` until the last step.
+it out, the read-only test names the command without a recorded answer, and the schema test names
+`make schema` until the last step.
 
 The replay is REAL-h200x2 plus the walk-through's SYNTHESIZED answer for the new command (GPU 1 shows 2
 uncorrected errors), merged by a second `--replay`.
@@ -37,6 +38,7 @@ CI_SELFTESTS = [  # what `make selftest` runs that reads the declared facts, fie
 ]
 SCHEMA_TEST = "selftest/inventory/test_inventory.py::test_committed_json_schema_is_current"
 FIELDS_TEST = CI_SELFTESTS[1]
+USED_TEST = "selftest/hosts/test_readonly.py::test_every_declared_command_is_used_by_some_recording_or_live_self_test"
 
 
 def _write(repo, step, existing) -> None:
@@ -61,13 +63,17 @@ def test_readme_walkthrough_adds_an_ecc_check_that_ci_accepts(tmp_path):
     fact_step = written[0]
     assert ', checks="hosts.gpu.ecc_uncorrected")' in fact_step.code
     unjudged = Step(fact_step.target, fact_step.code.replace(', checks="hosts.gpu.ecc_uncorrected")', ")"))
-    for step in [unjudged, *written[1:]]:
+    answer = next(s for s in written if s.target.endswith(".jsonl"))
+    for step in [unjudged, *(s for s in written[1:] if s is not answer)]:
         _write(repo, step, before)
-    # what CI says before the walk-through is done: the field is judged by nothing, the schema is stale
-    early = pytest_in(repo, SCHEMA_TEST, FIELDS_TEST)
-    assert early.rc == 1 and "2 failed" in early.output, early.tail()
+    # what CI says before the walk-through is done: the field is judged by nothing, the new command has no
+    # recorded answer, the schema is stale
+    early = pytest_in(repo, SCHEMA_TEST, FIELDS_TEST, USED_TEST)
+    assert early.rc == 1 and "3 failed" in early.output, early.tail()
     assert "run `make schema`" in early.output and "hosts.gpus.ecc_uncorrected_max: name the checks" in early.output
-    _write(repo, fact_step, before)
+    assert "'gpu-ecc'" in early.output, early.tail()
+    for step in (fact_step, answer):
+        _write(repo, step, before)
     for step in commands:
         ran = make_in(repo, shlex.split(step.target)[1])
         assert ran.rc == 0, ran.tail()
@@ -85,7 +91,6 @@ def test_readme_walkthrough_adds_an_ecc_check_that_ci_accepts(tmp_path):
     inventory = tmp_path / "h200x2-ecc.toml"
     inventory.write_text((INVENTORIES / "h200x2.toml").read_text()
                          .replace("[hosts.gpus]\n", "[hosts.gpus]\necc_uncorrected_max = 0\n", 1))
-    answer = next(s for s in written if s.target.endswith(".jsonl"))
     contract = pytest_in(repo, "--reports", str(tmp_path / "reports"), "--inventory", str(inventory),
                          "--replay", str(repo / REPLAYS.relative_to(ROOT) / "REAL-h200x2"),
                          "--replay", str((repo / answer.target).parent), "tests/hosts")
