@@ -103,7 +103,7 @@ SETTINGS: dict[str, frozenset[str]] = {
     "perf": frozenset({"endpoint", "name", "input_len", "output_len", "temperature", "ignore_eos", "warmup_requests",
                        "c1_requests", "requests_per_concurrency", "throughput_concurrency", "ttft_concurrency",
                        "quoted_tok_s", "request_rates", "rate_requests", "rate_max_concurrency", "goodput_ttft_ms",
-                       "goodput_tpot_ms", "metrics_interval_s"}),
+                       "goodput_tpot_ms", "metrics_interval_s", "machine"}),
     "niah": frozenset({"endpoint", "name", "depths", "trials", "seed", "variants", "values", "smoke_context_lengths",
                        "max_tokens", "margin_tokens", "budget_s"}),
     "agentic": frozenset({"endpoint", "name", "depths", "needles", "modes", "seed", "tool_choice", "max_tokens",
