@@ -298,8 +298,9 @@ class PerfSession:
                     self.say(f"perf {spec.label}: {run.foreign_tokens:.0f} tokens of other traffic during attempt "
                              f"{attempt}; {then}")
                 else:
-                    self.say(f"perf {spec.label}: client host busy during attempt {attempt} ({host.busy_reason}); "
-                             f"{then}")
+                    self.say(f"perf {spec.label}: client host busy during attempt {attempt} ({host.busy_reason}; "
+                             f"measured, invalid: decode {run.metrics.decode_tok_s:.2f} tok/s, output "
+                             f"{run.metrics.output_throughput:.2f} tok/s); {then}")
             else:
                 if foreign:
                     raise OtherLoad(
