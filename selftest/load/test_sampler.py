@@ -26,8 +26,9 @@ def test_every_sampled_vllm_metric_is_in_the_real_scrape():
     metrics = parse_metrics(REAL.read_text())
     names = {**VllmAdapter.sampled_metrics.gauges(), **VllmAdapter.sampled_metrics.counters()}
     assert set(names) == {"waiting", "running", "kv_cache_usage", "preemptions", "prefix_cache_queries",
-                          "prefix_cache_hits"}
-    assert {k: metrics.total(n) is not None for k, n in names.items()} == dict.fromkeys(names, True)
+                          "prefix_cache_hits", "spec_drafts", "spec_accepted_tokens"}
+    spec = {"spec_drafts", "spec_accepted_tokens"}  # registered only with speculative decoding (this engine: none)
+    assert {k: metrics.total(n) is not None for k, n in names.items()} == {k: k not in spec for k in names}
 
 
 def test_kept_lines_parse_to_the_same_values_as_the_whole_scrape():
@@ -154,3 +155,15 @@ def test_shares_of_several_engines_are_averaged_and_request_counts_summed():
            'vllm:num_requests_waiting{engine="0"} 3\nvllm:num_requests_waiting{engine="1"} 4\n')
     samples = build_samples(VllmAdapter, 1.0, [(0.0, two), (1.0, two)], [1, 1], [])
     assert samples.gauges["kv_cache_usage"] == [0.4, 0.4] and samples.gauges["waiting"] == [7.0, 7.0]
+
+
+def test_speculative_counters_give_the_windows_acceptance_and_their_absence_is_not_missing():
+    def scrape(drafts: int, accepted: int) -> str:  # SYNTHESIZED with the names of vllm/v1/spec_decode/metrics.py
+        return (f'vllm:spec_decode_num_drafts_total{{engine="0"}} {drafts}\n'
+                f'vllm:spec_decode_num_accepted_tokens_total{{engine="0"}} {accepted}\n'
+                'vllm:num_requests_waiting{engine="0"} 0\n')
+    samples = build_samples(VllmAdapter, 1.0, [(0.0, scrape(100, 50)), (1.0, scrape(300, 350))], [1, 1], [])
+    assert samples.summary()["spec_acceptance_length"] == 2.5  # 1 + (350 - 50) / (300 - 100)
+    assert "vllm:spec_decode_num_drafts" not in samples.missing and "vllm:kv_cache_usage_perc" in samples.missing
+    plain = build_samples(VllmAdapter, 1.0, [(0.0, REAL.read_text()), (1.0, REAL.read_text())], [1, 1], [])
+    assert plain.missing == [] and "spec_acceptance_length" not in plain.summary()

@@ -101,6 +101,11 @@ class SampledMetrics:
     spec_accept_length: str | None = None
     """Gauge: speculative acceptance length as the engine reports it now (vLLM's is computed from counters:
     `acceptance`)."""
+    spec_drafts: str | None = None
+    """Counter: speculative draft rounds (vLLM; with `spec_accepted_tokens`: acceptance length 1 + accepted/drafts
+    through the window, as `acceptance` computes it over the whole window)."""
+    spec_accepted_tokens: str | None = None
+    """Counter: draft tokens the target model accepted."""
 
     def gauges(self) -> dict[str, str]:
         """key -> metric name of every gauge the engine names."""
@@ -112,7 +117,9 @@ class SampledMetrics:
 
 
 GAUGE_KEYS = ("waiting", "running", "kv_cache_usage", "retracted", "prefix_cache_hit_rate", "spec_accept_length")
-COUNTER_KEYS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits")
+COUNTER_KEYS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits", "spec_drafts", "spec_accepted_tokens")
+OPTIONAL_KEYS = ("spec_accept_length", "spec_drafts", "spec_accepted_tokens")
+"""Metrics an engine registers only when speculative decoding is configured: absent is not missing."""
 MEAN_KEYS = ("kv_cache_usage", "prefix_cache_hit_rate", "spec_accept_length")
 """Gauges that are a share or a length per engine (or per scheduler rank): several label sets (data-parallel
 engines) are averaged, never summed; request counts and counters are summed over label sets."""

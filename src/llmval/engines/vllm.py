@@ -61,7 +61,8 @@ class VllmAdapter(EngineAdapter):
                                  running=REQUESTS_RUNNING, waiting=REQUESTS_WAITING)
     sampled_metrics = SampledMetrics(waiting=REQUESTS_WAITING, running=REQUESTS_RUNNING,
                                      kv_cache_usage=KV_CACHE_USAGE, preemptions=PREEMPTIONS,
-                                     prefix_cache_queries=PREFIX_CACHE_QUERIES, prefix_cache_hits=PREFIX_CACHE_HITS)
+                                     prefix_cache_queries=PREFIX_CACHE_QUERIES, prefix_cache_hits=PREFIX_CACHE_HITS,
+                                     spec_drafts=SPEC_DRAFTS, spec_accepted_tokens=SPEC_ACCEPTED)
     tokenize_form = "chat"
     thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
     honours_ignore_eos = True

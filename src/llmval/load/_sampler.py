@@ -28,7 +28,7 @@ import httpx
 
 from ..core.errors import LlmvalError
 from ..engines import EngineAdapter
-from ..engines.base import MEAN_KEYS, CacheHits
+from ..engines.base import MEAN_KEYS, OPTIONAL_KEYS, CacheHits
 from ..engines.metrics import Metrics, parse_metrics
 from ..io.http import httpx_errors
 
@@ -58,9 +58,10 @@ class EngineSamples:
 
     @property
     def missing(self) -> list[str]:
-        """Metric names the adapter names that no sample held."""
+        """Metric names the adapter names that no sample held (speculative ones aside: registered only with it)."""
         seen = {**self.gauges, **self.counters}
-        return [self.names[k] for k in self.names if all(v is None for v in seen.get(k, [None]))]
+        return [self.names[k] for k in self.names
+                if k not in OPTIONAL_KEYS and all(v is None for v in seen.get(k, [None]))]
 
     def summary(self) -> dict[str, float | int | None]:
         """Per gauge its max and mean over the samples, per counter its growth over the window, the hit rate."""
@@ -74,6 +75,9 @@ class EngineSamples:
             out[key] = present[-1] if present else None
         out["prefix_cache_hit_rate"] = None if self.cache_hits is None or self.cache_hits.rate is None \
             else round(self.cache_hits.rate, 4)
+        drafts, accepted = out.get("spec_drafts"), out.get("spec_accepted_tokens")
+        if drafts and accepted is not None:  # vLLM's fetch_spec_decode_metrics over the window
+            out["spec_acceptance_length"] = round(1 + accepted / drafts, 4)
         return out
 
     def as_json(self) -> dict:
