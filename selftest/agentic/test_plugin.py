@@ -45,3 +45,46 @@ def test_recorded_fault_run_replays_failing_the_long_cells_on_the_context_limit(
     live = json.loads((RECORDING / "agentic-local-vllm.json").read_text())
     assert [(c["id"], c["label"]) for c in grid["cells"]] == [(c["id"], c["label"]) for c in live["cells"]]
     assert (reports / "agentic-local-vllm.png").stat().st_size > 0
+
+
+SMOKE_INVENTORY = """
+[deployment]
+name = "agentic-collect"
+kind = "lab"
+
+[[endpoints]]
+name = "ep"
+platform = "p"
+base_url = "http://127.0.0.1:1"
+engine = "vllm"
+model = "m"
+max_model_len = 8192
+
+[[agentic]]
+endpoint = "ep"
+context_lengths = [2048, 4096]
+depths = [0.5]
+needles = ["config"]
+{smoke}
+"""
+
+
+def test_only_declared_smoke_lengths_run_in_smoke(pytester):
+    """The one grid plugin marks smoke cells the same way for every kind (NIAH's `smoke_context_lengths`)."""
+    inventory = pytester.path / "inv.toml"
+    inventory.write_text(SMOKE_INVENTORY.format(smoke="smoke_context_lengths = [2048]"))
+    result = run_contract(pytester, "-p", "no:xdist", "--collect-only", "-q", "-m", "smoke and accuracy", "-k",
+                          "agentic", "--inventory", str(inventory))
+    out = result.stdout.str()
+    assert "[ep-2048-d50-config-nonstream]" in out and "[ep-2048-d50-config-stream]" in out, out
+    assert "ep-4096" not in out and "test_agentic_calls_are_valid" not in out, out
+
+
+def test_smoke_lengths_outside_the_grid_are_refused(pytester):
+    inventory = pytester.path / "inv.toml"
+    inventory.write_text(SMOKE_INVENTORY.format(smoke="smoke_context_lengths = [1024]"))
+    result = run_contract(pytester, "-p", "no:xdist", "--collect-only", "-q", "--inventory", str(inventory))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert "smoke_context_lengths [1024] are not in context_lengths [2048, 4096]" in output, output[-2000:]
+    assert "Traceback" not in output

@@ -14,9 +14,8 @@ import pytest
 from llmval.agentic import AgenticRunner, build_transcript
 from llmval.agentic.grid import prompt_seed
 from llmval.engines import VllmAdapter, adapter_for
+from llmval.grid import CellNotMeasured, ServerTokenCounter, render_heatmap, write_grid_json
 from llmval.inventory import AgenticSpec, EndpointSpec
-from llmval.needle import CellNotMeasured, ServerTokenCounter
-from llmval.needle.report import render_heatmap, write_grid_json
 
 ENDPOINT = EndpointSpec(name="fake", platform="p", base_url="http://fake:1", engine="vllm", model="m",
                         max_model_len=4096)

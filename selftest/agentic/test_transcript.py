@@ -87,5 +87,5 @@ def test_agentic_exports_are_curated_and_sorted():
     import llmval.agentic as agentic
 
     public = sorted(n for n in vars(agentic) if not n.startswith("_") and n not in {
-        "annotations", "grid", "runner", "scorer", "transcript"})
+        "annotations", "grid", "kind", "runner", "scorer", "transcript"})
     assert sorted(agentic.__all__) == public and len(set(agentic.__all__)) == len(public)  # order: ruff RUF022

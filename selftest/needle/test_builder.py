@@ -15,11 +15,11 @@ import sys
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from llmval.grid import fit_units
 from llmval.inventory import NiahSpec
 from llmval.needle._words import FILLER_CONNECTIVES, FILLER_OBJECTS, FILLER_PLACES, FILLER_SUBJECTS
 from llmval.needle.builder import (
     PROMPT_HEAD,
-    fit_units,
     hard_case,
     plain_case,
     prefix_case,

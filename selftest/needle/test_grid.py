@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llmval.grid import BudgetError, default_context_lengths, fit_units, pass_gates
 from llmval.inventory import NiahSpec
-from llmval.needle.builder import BudgetError, fit_units
-from llmval.needle.grid import Cell, CellResult, TrialResult, default_context_lengths, evaluate_gates, plan_cells
+from llmval.needle.grid import Cell, CellResult, TrialResult, plan_cells
 
 
 def test_cell_ids_name_endpoint_length_depth_and_variant():
@@ -72,12 +72,12 @@ def _result(length: int, is_pass: bool, depth: float = 0.5) -> CellResult:
 def test_gates_name_the_missed_cells():
     spec = NiahSpec(endpoint="e", all_pass_up_to=2048, min_overall=0.75)
     results = [_result(1024, True), _result(2048, True), _result(4096, False), _result(4096, True, 0.0)]
-    verdicts = {v.check: v for v in evaluate_gates(spec, results)}
+    verdicts = {v.check: v for v in pass_gates(spec, results, "accuracy.niah")}
     assert verdicts["accuracy.niah.all_pass_up_to"].ok
     assert verdicts["accuracy.niah.min_overall"].ok
     assert verdicts["accuracy.niah.min_overall"].offenders == ("g-4096-d50",)
     results[1] = _result(2048, False)
-    verdicts = {v.check: v for v in evaluate_gates(spec, results)}
+    verdicts = {v.check: v for v in pass_gates(spec, results, "accuracy.niah")}
     assert not verdicts["accuracy.niah.all_pass_up_to"].ok
     assert verdicts["accuracy.niah.all_pass_up_to"].offenders == ("g-2048-d50",)
     assert not verdicts["accuracy.niah.min_overall"].ok  # 2/4 < 75%
@@ -88,7 +88,7 @@ def test_gates_name_the_missed_cells():
 def test_gate_verdicts_agree_with_the_grid(grid, limit, threshold):
     spec = NiahSpec(endpoint="e", all_pass_up_to=limit, min_overall=threshold)
     results = [_result(length, ok, depth=i / 100) for i, (length, ok) in enumerate(grid)]
-    verdicts = {v.check: v for v in evaluate_gates(spec, results)}
+    verdicts = {v.check: v for v in pass_gates(spec, results, "accuracy.niah")}
     within = [ok for length, ok in grid if length <= limit]
     assert verdicts["accuracy.niah.all_pass_up_to"].ok == all(within)
     assert verdicts["accuracy.niah.min_overall"].ok == (sum(ok for _, ok in grid) / len(grid) >= threshold)

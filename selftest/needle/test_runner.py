@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from llmval.engines import SglangAdapter, VllmAdapter
+from llmval.grid import CellNotMeasured, ServerTokenCounter, render_heatmap, write_grid_json
 from llmval.inventory import EndpointSpec, NiahSpec
-from llmval.needle import CellNotMeasured, NiahRunner, ServerTokenCounter, whitespace_token_count
-from llmval.needle.report import render_heatmap, write_grid_json
+from llmval.needle import NiahRunner, whitespace_token_count
 
 QUESTION_RE = re.compile(r"special magic \w+ for (?P<key>[\w-]+) mentioned")
 

@@ -12,8 +12,8 @@ import shutil
 
 from llmval.core.errors import LlmvalError, ReplayMiss
 from llmval.core.verdict import could_not_check, make_verdict
+from llmval.grid import CellNotMeasured
 from llmval.inventory import load_inventory
-from llmval.needle.runner import CellNotMeasured
 from llmval.report import build_status, render_markdown
 from llmval.report.results import RunResults, TestResult
 from selftest.plugin.test_options import run_contract

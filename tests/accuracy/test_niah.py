@@ -5,9 +5,8 @@ A cell within `all_pass_up_to` must pass; a miss above it is an xfail that the o
 """
 
 import pytest
-from llmval.pytest_plugin.accuracy import niah_observed
 
-from llmval.needle.grid import prompt_token_offenders
+from llmval.needle.grid import observed, prompt_token_offenders
 
 pytestmark = pytest.mark.accuracy
 
@@ -21,9 +20,9 @@ def test_needle_is_retrieved(niah_cell, niah_result, niah_spec, expect):
     if not niah_result.is_pass and not strict:
         scope = f"above all_pass_up_to={niah_spec.all_pass_up_to}" if niah_spec.all_pass_up_to else \
             "no all_pass_up_to declared"
-        pytest.xfail(f"missed: {niah_observed(niah_result)[:300]}; expected {expected}; {scope}, so only the "
+        pytest.xfail(f"missed: {observed(niah_result)[:300]}; expected {expected}; {scope}, so only the "
                      "min_overall gate counts it")
-    expect(niah_cell.grid, "accuracy.niah.cell", expected=expected, observed=niah_observed(niah_result),
+    expect(niah_cell.grid, "accuracy.niah.cell", expected=expected, observed=observed(niah_result),
            ok=niah_result.is_pass, hint=f"every cell up to {niah_spec.all_pass_up_to} tokens must pass; "
            "see reports/niah-*.json for the prompt hash and the heatmap")
 

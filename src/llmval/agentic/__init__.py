@@ -1,13 +1,15 @@
 """Long-context agentic tool calls: carry a fact from deep in an agent transcript into a tool call's arguments.
 
 Transcripts are built from a seed (`transcript`), fitted to a token budget with the server's own tokenizer
-(`needle.ServerTokenCounter`, tools included), scored judge-free on the parsed call (`scorer`: JSON valid,
+(`llmval.grid.ServerTokenCounter`, tools included), scored judge-free on the parsed call (`scorer`: JSON valid,
 schema valid, exactly one call, the value exact; near-misses named), planned as a grid of (mode, needle
 kind, context length, depth) cells with gates from the inventory's `[[agentic]]` (`grid`), and measured
-cell by cell through the engine adapter (`runner`), streamed and not.
+cell by cell through the engine adapter (`runner`), streamed and not, declared for the grid plugin in `kind`
+(the `agentic` grid kind); what every grid shares is `llmval.grid`'s.
 """
 
-from .grid import AgenticCell, AgenticPrompt, AgenticResult, build_prompt, grid_name, plan_cells, request_body
+from .grid import AgenticCell, AgenticPrompt, AgenticResult, build_prompt, plan_cells, request_body
+from .kind import AGENTIC
 from .runner import CHECK_PREFIX, AgenticRunner
 from .scorer import CONTEXT_LIMIT_RE, CallScore, score_call, score_http_failure
 from .transcript import (
@@ -22,6 +24,7 @@ from .transcript import (
 )
 
 __all__ = [
+    "AGENTIC",
     "AGENT_TOOLS",
     "CHECK_PREFIX",
     "CONTEXT_LIMIT_RE",
@@ -38,7 +41,6 @@ __all__ = [
     "TranscriptError",
     "build_prompt",
     "build_transcript",
-    "grid_name",
     "plan_cells",
     "request_body",
     "score_call",

@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from ..grid import GateVerdict, context_lengths, derive_seed, fit_units, grid_name, prompt_sha256, target_tokens
 from ..inventory.accuracy import AgenticSpec
-from ..needle.builder import derive_seed, fit_units, prompt_sha256
-from ..needle.grid import GateVerdict, default_context_lengths, target_tokens
 from .scorer import CallScore
 from .transcript import NeedleKind, Transcript, TranscriptError, build_transcript
 
@@ -38,20 +37,9 @@ class AgenticCell:
         return f"{self.grid}-{self.length}-d{round(self.depth * 100)}-{self.kind}-{self.mode}"
 
 
-def grid_name(spec: AgenticSpec) -> str:
-    """The grid's id prefix: the endpoint name, plus the spec's name if it has one."""
-    return f"{spec.endpoint}-{spec.name}" if spec.name else spec.endpoint
-
-
 def plan_cells(spec: AgenticSpec, max_model_len: int | None) -> list[AgenticCell]:
     """Every cell, in run order (length, depth, needle kind, mode): the two modes of a prompt run together."""
-    if spec.context_lengths:
-        lengths = sorted(spec.context_lengths)
-    elif max_model_len is not None:
-        lengths = default_context_lengths(max_model_len)
-    else:
-        raise ValueError(f"agentic grid '{grid_name(spec)}': no context_lengths and the endpoint declares no "
-                         "max_model_len; declare one of them in the inventory")
+    lengths = context_lengths("agentic", spec, max_model_len)
     return [AgenticCell(grid_name(spec), mode, kind, length, depth, target_tokens(spec, length, max_model_len))
             for length in lengths for depth in sorted(spec.depths) for kind in spec.needles for mode in spec.modes]
 

@@ -10,15 +10,12 @@ its error and asking for it again raises `CellNotMeasured`.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from ..core.errors import LlmvalError
 from ..engines.base import EngineAdapter, StreamedChat
+from ..grid import GateVerdict, GridCells, grid_name, pass_gates
 from ..inventory import AgenticSpec
-from ..needle.grid import GateVerdict, evaluate_gates
-from ..needle.runner import GridCells
 from ..toolcalls.validate import Answer
 from .grid import (
     AgenticCell,
@@ -26,7 +23,6 @@ from .grid import (
     AgenticResult,
     ToolsTokenCounter,
     build_prompt,
-    grid_name,
     plan_cells,
     prompt_token_offenders,
     request_body,
@@ -43,26 +39,24 @@ LABELS = {"exact": "pass", "distractor": "distr.", "context_limit": "ctx limit",
 class AgenticRunner(GridCells[AgenticCell, AgenticResult]):
     """Measures one [[agentic]] grid of one endpoint."""
 
+    kind = "agentic"
     label = "agentic"
+    check_prefix = CHECK_PREFIX
 
     def __init__(self, spec: AgenticSpec, adapter: EngineAdapter, count: ToolsTokenCounter,
                  progress: Callable[[str], None] = lambda line: None):
-        self.spec, self.adapter, self.count, self.progress = spec, adapter, count, progress
-        self.endpoint = adapter.spec
-        self.cells = plan_cells(spec, self.endpoint.max_model_len)
-        self.results: dict[str, AgenticResult] = {}
+        super().__init__(spec, adapter.spec, plan_cells(spec, adapter.spec.max_model_len), progress)
+        self.adapter, self.count = adapter, count
         self._prompts: dict[tuple, AgenticPrompt] = {}
-        self.started: dt.datetime | None = None
-        self._started_monotonic: float | None = None
-        self.measure_s = 0.0
 
     @property
     def grid(self) -> str:
         return grid_name(self.spec)
 
-    def gates(self) -> list[GateVerdict]:
-        """The inventory's gates over the whole grid (measuring what is missing)."""
-        return judge_gates(self.spec, self.measure_all())
+    def judge(self, results: Sequence[AgenticResult]) -> list[GateVerdict]:
+        """The two pass gates (every cell up to N, overall rate) under `accuracy.agentic`, and the validity gate."""
+        return [*pass_gates(self.spec, results, CHECK_PREFIX),
+                validity_gate(self.spec, results, f"{CHECK_PREFIX}.min_valid")]
 
     def _prompt(self, cell: AgenticCell) -> AgenticPrompt:
         key = (cell.kind, cell.length, cell.depth)
@@ -70,30 +64,15 @@ class AgenticRunner(GridCells[AgenticCell, AgenticResult]):
             self._prompts[key] = build_prompt(self.spec, cell, self.count)
         return self._prompts[key]
 
-    def _measure(self, cell: AgenticCell) -> AgenticResult:
-        if self._started_monotonic is None:  # the grid's clock starts with its first cell
-            self.started, self._started_monotonic = dt.datetime.now(dt.UTC), time.monotonic()
-        index = self.cells.index(cell) + 1
-        elapsed = time.monotonic() - self._started_monotonic if self.results else 0.0
-        if self.spec.budget_s is not None and elapsed > self.spec.budget_s:
-            error = f"the grid's time budget ({self.spec.budget_s:.0f} s, agentic.budget_s) was spent before this cell"
-            self.progress(f"agentic {cell.id} [{index}/{len(self.cells)}]: not measured: {error}")
-            return AgenticResult(cell, error=error)
-        began = time.monotonic()
-        result = AgenticResult(cell)
-        try:
-            self._ask(cell, result)
-        except LlmvalError as error:
-            result.error = str(error)
-        took = time.monotonic() - began
-        self.measure_s += took
-        verdict = "error" if result.error else ("pass" if result.is_pass else f"MISS ({result.outcome})")
-        self.progress(f"agentic {cell.id} [{index}/{len(self.cells)}]: {verdict} ({result.prompt_tokens} prompt "
-                      f"tokens, {took:.1f} s): expected {result.expected[:60]!r}, got {result.observed[:80]}"
-                      + (f" error {result.error[:200]}" if result.error else ""))
-        return result
+    def _result(self, cell: AgenticCell, error: str | None = None) -> AgenticResult:
+        return AgenticResult(cell, error=error)
 
-    def _ask(self, cell: AgenticCell, result: AgenticResult) -> None:
+    def _line(self, result: AgenticResult, took_s: float) -> str:
+        verdict = "error" if result.error else ("pass" if result.is_pass else f"MISS ({result.outcome})")
+        return (f"{verdict} ({result.prompt_tokens} prompt tokens, {took_s:.1f} s): expected "
+                f"{result.expected[:60]!r}, got {result.observed[:80]}")
+
+    def _fill(self, cell: AgenticCell, result: AgenticResult) -> None:
         prompt = self._prompt(cell)
         needle = prompt.transcript.needle
         result.prompt_sha256, result.expected = prompt.sha256, needle.value
@@ -149,10 +128,6 @@ class AgenticRunner(GridCells[AgenticCell, AgenticResult]):
                 "outcomes": dict(sorted(outcomes.items())),
                 "prompt_token_offenders": prompt_token_offenders(self.spec, ok),
             },
-            "gates": [dataclasses.asdict(v) for v in judge_gates(self.spec, ok)] if complete else None,
+            "gates": [dataclasses.asdict(v) for v in self.judge(ok)] if complete else None,
         }
 
-
-def judge_gates(spec: AgenticSpec, results: list[AgenticResult]) -> list[GateVerdict]:
-    """NIAH's gates (every cell up to N, overall rate) under `accuracy.agentic`, and the validity gate."""
-    return [*evaluate_gates(spec, results, CHECK_PREFIX), validity_gate(spec, results, f"{CHECK_PREFIX}.min_valid")]

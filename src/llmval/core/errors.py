@@ -40,8 +40,8 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      ├── MachineNotCalibrated  (llmval.load) gates relative to the machine: the engine is not on this host, or the
      │                       calibration did not run
      ├── VllmBenchFailed     (llmval.bench) `vllm bench serve` did not run or wrote no result
-     ├── BudgetError         (llmval.needle) a needle-in-a-haystack prompt cannot fit its token budget
-     ├── CellNotMeasured     (llmval.needle) a grid cell was not measured (time budget spent, request failed)
+     ├── BudgetError         (llmval.grid) a grid's prompt cannot fit its token budget
+     ├── CellNotMeasured     (llmval.grid) a grid cell was not measured (time budget spent, request failed)
      └── TranscriptError     (llmval.agentic) an agent transcript cannot be built as asked
 
 `selftest/serving/test_error_boundary.py` keeps this tree equal to the classes (names and parents) and checks

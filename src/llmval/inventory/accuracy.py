@@ -114,6 +114,8 @@ class AgenticSpec(Spec):
     all_pass_up_to: int | None = Field(None, ge=1, le=2**24)
     """Every cell at or below this context length must pass; misses above it only count in min_overall.
     A prompt the server rejects as longer than its context fails its cell whatever the length."""
+    smoke_context_lengths: list[Annotated[int, Field(ge=1, le=2**24)]] = Field([], max_length=64)
+    """Lengths (from the grid) whose cells also run in smoke; empty: the agentic grid is not part of smoke."""
     max_tokens: int = Field(256, ge=16, le=2**20)
     margin_tokens: int = Field(16, ge=0, le=2**20)
     prompt_tokens_tolerance: float = Field(0.01, ge=0, le=0.5)
@@ -139,4 +141,6 @@ class AgenticSpec(Spec):
         if len(set(self.needles)) != len(self.needles) or len(set(self.modes)) != len(self.modes) or \
                 not self.needles or not self.modes:
             raise ValueError("needles and modes must not be empty and must not repeat")
+        if self.context_lengths and (extra := sorted(set(self.smoke_context_lengths) - set(self.context_lengths))):
+            raise ValueError(f"smoke_context_lengths {extra} are not in context_lengths {self.context_lengths}")
         return self

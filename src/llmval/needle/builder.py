@@ -3,24 +3,22 @@
 Everything is derived from a seed through `random.Random` (never `hash()`, the clock or file order),
 so the same seed gives byte-identical prompts on every machine, every night. The haystack is a
 stream of units (words of generated sentences, or needle-shaped distractor sentences); a prompt uses
-the first `n` units, and `fit_units` finds the largest `n` whose prompt fits the budget under a
+the first `n` units, and `llmval.grid.fit_units` finds the largest `n` whose prompt fits the budget under a
 given token counter (the server's `/tokenize`, or an offline stand-in in self-tests).
 
->>> case = plain_case(derive_seed(0, "plain", "number", 4096, 0.5, 0), "number", depth=0.5)
+>>> case = plain_case(llmval.grid.derive_seed(0, "plain", "number", 4096, 0.5, 0), "number", depth=0.5)
 >>> messages = case.messages(200, case.needles[0])
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
-from ..core.errors import LlmvalError
+from ..grid.fit import BudgetError
 from ._words import (
     FILLER_CONNECTIVES,
     FILLER_OBJECTS,
@@ -39,19 +37,6 @@ PROMPT_HEAD = ("Some special magic {plural} are hidden within the following text
 PROMPT_QUESTION = ("\nWhat is the special magic {singular} for {key} mentioned in the provided text? "
                    "Answer with the {singular} only.")
 _NAMES = {"number": ("number", "numbers"), "uuid": ("uuid", "uuids")}
-
-TokenCounter = Callable[[list[dict]], int]
-"""Counts the prompt tokens of a chat request's messages (chat template included)."""
-
-
-class BudgetError(LlmvalError):
-    """The token budget cannot hold even the empty prompt, or the haystack stream is too short."""
-
-
-def derive_seed(*parts: object) -> int:
-    """A 64-bit seed from its parts, stable across processes and machines (unlike `hash()`)."""
-    text = "|".join(str(p) for p in parts)
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 
 def random_value(rng: random.Random, kind: ValueKind) -> str:
@@ -200,60 +185,6 @@ def prefix_case(seed: int, kind: ValueKind, depths: Sequence[float], stream_unit
             seen.update((needle.key, needle.value))
             needles.append(needle)
     return Case(tuple(filler_units(rng, stream_units)), tuple(needles), tuple(depths))
-
-
-def prompt_sha256(messages: list[dict]) -> str:
-    """SHA-256 of the messages as canonical JSON: the identity of a prompt across runs."""
-    canonical = json.dumps(messages, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def fit_units(count: Callable[[int], int], target: int, n_max: int) -> tuple[int, int]:
-    """The largest `n` in [0, n_max] with `count(n) <= target`, and that count.
-
-    `count` is assumed non-decreasing (more haystack, more tokens). The bracket comes from a linear
-    estimate, then bisection; each probe is one tokenizer call, memoised.
-    """
-    memo: dict[int, int] = {}
-
-    def c(n: int) -> int:
-        if n not in memo:
-            memo[n] = count(n)
-        return memo[n]
-
-    if c(0) > target:
-        raise BudgetError(f"the prompt without any haystack already has {c(0)} tokens; the budget is {target}")
-    if n_max == 0:
-        return 0, c(0)
-    probe = min(n_max, 256)
-    rate = max((c(probe) - c(0)) / probe, 1e-3)
-    guess = min(n_max, max(1, int((target - c(0)) / rate)))
-    step = max(2, guess // 64)
-    if c(guess) <= target:  # gallop up until the budget is crossed (or the stream ends)
-        lo = guess
-        while True:
-            nxt = min(n_max, lo + step)
-            if nxt == lo:
-                return lo, c(lo)
-            if c(nxt) > target:
-                hi = nxt
-                break
-            lo, step = nxt, step * 2
-    else:  # gallop down; c(0) fits, so this ends
-        hi = guess
-        while True:
-            nxt = max(0, hi - step)
-            if c(nxt) <= target:
-                lo = nxt
-                break
-            hi, step = nxt, step * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if c(mid) <= target:
-            lo = mid
-        else:
-            hi = mid
-    return lo, c(lo)
 
 
 def whitespace_token_count(messages: list[dict]) -> int:

@@ -1,4 +1,4 @@
-"""The NIAH grid: which cells an inventory asks for, how each trial's prompt is built, and the gates.
+"""The NIAH grid: which cells an inventory asks for, how each trial's prompt is built, and its results.
 
 A cell is (variant, value kind, context length, depth). Its trials are seeded from the inventory's
 seed and the cell's coordinates only, so a cell asks the same questions every night; the prompt's
@@ -11,22 +11,11 @@ import dataclasses
 import hashlib
 from collections.abc import Sequence
 
-from ..inventory.accuracy import AgenticSpec, NiahSpec
-from .builder import (
-    Case,
-    TokenCounter,
-    ValueKind,
-    derive_seed,
-    fit_units,
-    hard_case,
-    plain_case,
-    prefix_case,
-    prompt_sha256,
-)
+from ..grid import TokenCounter, context_lengths, derive_seed, fit_units, grid_name, prompt_sha256, target_tokens
+from ..inventory.accuracy import NiahSpec
+from .builder import Case, ValueKind, hard_case, plain_case, prefix_case
 
 VARIANT_SUFFIX = {"plain": "", "hard": "-hard", "prefix_cache": "-prefix"}
-DEFAULT_MIN_LENGTH = 1024
-DEFAULT_MAX_CELLS_LENGTHS = 7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,33 +36,9 @@ class Cell:
         return f"{self.grid}-{self.length}-d{round(self.depth * 100)}{VARIANT_SUFFIX[self.variant]}{kind}"
 
 
-def grid_name(spec: NiahSpec) -> str:
-    """The grid's id prefix: the endpoint name, plus the spec's name if it has one."""
-    return f"{spec.endpoint}-{spec.name}" if spec.name else spec.endpoint
-
-
-def default_context_lengths(max_model_len: int) -> list[int]:
-    """Powers of two from 1k below max_model_len, then max_model_len itself; at most 7, longest kept."""
-    lengths = [2**k for k in range(10, 40) if DEFAULT_MIN_LENGTH <= 2**k < max_model_len]
-    return [*lengths, max_model_len][-DEFAULT_MAX_CELLS_LENGTHS:]
-
-
-def target_tokens(spec: NiahSpec | AgenticSpec, length: int, max_model_len: int | None) -> int:
-    """The prompt budget of a cell: its length, capped so that the answer still fits max_model_len."""
-    if max_model_len is None:
-        return length
-    return min(length, max_model_len - spec.max_tokens - spec.margin_tokens)
-
-
 def plan_cells(spec: NiahSpec, max_model_len: int | None) -> list[Cell]:
     """Every cell of the grid, in run order (variant, value kind, length, depth)."""
-    if spec.context_lengths:
-        lengths = sorted(spec.context_lengths)
-    elif max_model_len is not None:
-        lengths = default_context_lengths(max_model_len)
-    else:
-        raise ValueError(f"niah grid '{grid_name(spec)}': no context_lengths and the endpoint declares no "
-                         "max_model_len; declare one of them in the inventory")
+    lengths = context_lengths("niah", spec, max_model_len)
     return [Cell(grid_name(spec), variant, kind, length, depth, target_tokens(spec, length, max_model_len))
             for variant in spec.variants for kind in spec.values for length in lengths
             for depth in sorted(spec.depths)]
@@ -167,17 +132,6 @@ class CellResult:
         return sum(t.is_pass for t in self.trials) / len(self.trials) if self.trials else None
 
 
-@dataclasses.dataclass(frozen=True)
-class GateVerdict:
-    """One gate's verdict over a measured grid."""
-
-    check: str
-    expected: str
-    observed: str
-    ok: bool
-    offenders: tuple[str, ...] = ()
-
-
 def prompt_token_offenders(spec: NiahSpec, results: Sequence[CellResult]) -> list[str]:
     """Trials whose usage.prompt_tokens is off the calibrated count by more than the tolerance."""
     out = []
@@ -189,27 +143,6 @@ def prompt_token_offenders(spec: NiahSpec, results: Sequence[CellResult]) -> lis
     return out
 
 
-def evaluate_gates(spec: NiahSpec | AgenticSpec, results: Sequence[CellResult], check_prefix: str = "accuracy.niah"
-                   ) -> list[GateVerdict]:
-    """The inventory's gates over a fully measured grid: all cells up to N pass; overall pass rate.
-
-    Any grid whose spec has `all_pass_up_to`/`min_overall` and whose results have `cell.length`,
-    `cell.id` and `is_pass` is judged the same way (the agentic grid uses `accuracy.agentic`)."""
-    verdicts = []
-    if spec.all_pass_up_to is not None:
-        scope = [r for r in results if r.cell.length <= spec.all_pass_up_to]
-        missed = tuple(r.cell.id for r in scope if not r.is_pass)
-        verdicts.append(GateVerdict(f"{check_prefix}.all_pass_up_to",
-                                    f"every cell up to {spec.all_pass_up_to} tokens passes ({len(scope)} cells)",
-                                    f"{len(scope) - len(missed)}/{len(scope)} pass", not missed, missed))
-    passed = sum(r.is_pass for r in results)
-    rate = passed / len(results) if results else 0.0
-    verdicts.append(GateVerdict(f"{check_prefix}.min_overall", f">= {spec.min_overall:.0%} of cells pass",
-                                f"{rate:.1%} ({passed}/{len(results)})", bool(results) and rate >= spec.min_overall,
-                                tuple(r.cell.id for r in results if not r.is_pass)))
-    return verdicts
-
-
 def prompts_fingerprint(results: Sequence[CellResult]) -> str:
     """One SHA-256 over every prompt hash of the grid, in cell order: equal fingerprints, equal prompts."""
     digest = hashlib.sha256()
@@ -217,3 +150,9 @@ def prompts_fingerprint(results: Sequence[CellResult]) -> str:
         for t in result.trials:
             digest.update(t.prompt_sha256.encode("ascii"))
     return digest.hexdigest()
+
+
+def observed(result: CellResult) -> str:
+    """What a cell's trials answered, for messages: `'...1234567.' (2047 prompt tokens, depth 0.5)`."""
+    return "; ".join(f"{t.answer.strip()[:80]!r} ({t.prompt_tokens} prompt tokens, depth {t.actual_depth})"
+                     for t in result.trials)

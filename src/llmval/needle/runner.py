@@ -8,158 +8,46 @@ measured (endpoint error, time budget spent) keeps its error, and asking for it 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import time
-from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable, Sequence
 
 import httpx
 
-from ..core.errors import LlmvalError
 from ..engines import adapter_class
+from ..grid import GateVerdict, GridCells, TokenCounter, ask, pass_gates
 from ..inventory import EndpointSpec, NiahSpec
-from .builder import TokenCounter
-from .grid import (
-    Cell,
-    CellResult,
-    TrialResult,
-    build_trial,
-    evaluate_gates,
-    plan_cells,
-    prompt_token_offenders,
-    prompts_fingerprint,
-)
+from .grid import Cell, CellResult, TrialResult, build_trial, plan_cells, prompt_token_offenders, prompts_fingerprint
 from .scorer import ruler_aggregate, score_answer
-from .server import ask
-
-
-class _HasId(Protocol):
-    id: str
-
-
-class _HasError(Protocol):
-    cell: Any
-    error: str | None
-
-
-CellT = TypeVar("CellT", bound=_HasId)
-ResultT = TypeVar("ResultT", bound=_HasError)
-
-
-class CellNotMeasured(LlmvalError):
-    """A grid cell (NIAH or agentic) could not be measured: the endpoint failed, or the grid's time budget was
-    spent. `reason` is the cell's own error (the same for every cell a missing answer or a down endpoint
-    stopped), so the reports count those cells under one root cause."""
-
-    def __init__(self, message: str, *, reason: str = ""):
-        super().__init__(message)
-        self.reason = reason
-
-
-class GridCells(Generic[CellT, ResultT]):
-    """A grid's cells, each measured at most once per run (NIAH, agentic): a subclass sets `cells`, `results`,
-    `endpoint` and `label`, and measures one cell in `_measure`; a cell that could not be measured keeps its
-    error and asking for it again raises CellNotMeasured."""
-
-    label: str
-    cells: list[CellT]
-    results: dict[str, ResultT]
-    endpoint: EndpointSpec
-    spec: Any
-    started: dt.datetime | None
-    measure_s: float
-
-    def _measure(self, cell: CellT) -> ResultT:
-        raise NotImplementedError
-
-    def cell(self, cell_id: str) -> CellT:
-        for cell in self.cells:
-            if cell.id == cell_id:
-                return cell
-        raise KeyError(f"no {self.label} cell {cell_id!r}")
-
-    def measure(self, cell: CellT) -> ResultT:
-        """The cell's result, measuring it now if this run has not yet."""
-        key = cell.id
-        if key not in self.results:
-            self.results[key] = self._measure(cell)
-        result = self.results[key]
-        if result.error is not None:
-            raise CellNotMeasured(f"[{self.endpoint.name}] {self.label} cell {key}: {result.error}",
-                                  reason=result.error)
-        return result
-
-    def measure_all(self) -> list[ResultT]:
-        """Every cell (measuring the missing ones); raises if any could not be measured."""
-        for cell in self.cells:
-            if cell.id not in self.results:
-                self.results[cell.id] = self._measure(cell)
-        errors = {r.cell.id: r.error for r in self.results.values() if r.error is not None}
-        if errors:
-            shared = set(errors.values())
-            failed = [f"{cell}: {error}" for cell, error in errors.items()]
-            raise CellNotMeasured(f"[{self.endpoint.name}] {len(failed)} {self.label} cells could not be measured, "
-                                  "so the grid's gates cannot be judged:\n  " + "\n  ".join(failed[:10]),
-                                  reason=shared.pop() if len(shared) == 1 else "")
-        return [self.results[c.id] for c in self.cells]
-
-    def _document_head(self, complete: bool) -> dict:
-        """The grid report's fields that every grid shares (the heatmap and status read them by name)."""
-        return {
-            "endpoint": self.endpoint.name,
-            "base_url": str(self.endpoint.base_url),
-            "model": self.endpoint.model,
-            "max_model_len": self.endpoint.max_model_len,
-            "spec": self.spec.model_dump(mode="json"),
-            "started": self.started.isoformat(timespec="seconds") if self.started else None,
-            "measure_s": round(self.measure_s, 1),
-            "complete": complete,
-            "lengths": sorted({c.length for c in self.cells}),
-            "depths": sorted({c.depth for c in self.cells}),
-        }
 
 
 class NiahRunner(GridCells[Cell, CellResult]):
     """Measures one [[niah]] grid of one endpoint."""
 
+    kind = "niah"
     label = "NIAH"
+    check_prefix = "accuracy.niah"
 
     def __init__(self, spec: NiahSpec, endpoint: EndpointSpec, client: httpx.Client, count: TokenCounter,
                  progress: Callable[[str], None] = lambda line: None):
-        self.spec, self.endpoint, self.client, self.count = spec, endpoint, client, count
-        self.cells = plan_cells(spec, endpoint.max_model_len)
-        self.results: dict[str, CellResult] = {}
-        self.progress = progress
-        self.started: dt.datetime | None = None
-        self._started_monotonic: float | None = None
+        super().__init__(spec, endpoint, plan_cells(spec, endpoint.max_model_len), progress)
+        self.client, self.count = client, count
         self._units: dict[tuple, int] = {}
-        self.measure_s = 0.0
 
-    def _measure(self, cell: Cell) -> CellResult:
-        if self._started_monotonic is None:  # the grid's clock starts with its first cell
-            self.started, self._started_monotonic = dt.datetime.now(dt.UTC), time.monotonic()
-        elapsed = time.monotonic() - self._started_monotonic if self.results else 0.0
-        index = self.cells.index(cell) + 1
-        if self.spec.budget_s is not None and elapsed > self.spec.budget_s:
-            error = f"the grid's time budget ({self.spec.budget_s:.0f} s, niah.budget_s) was spent before this cell"
-            self.progress(f"niah {cell.id} [{index}/{len(self.cells)}]: not measured: {error}")
-            return CellResult(cell, error=error)
-        result = CellResult(cell)
-        began = time.monotonic()
-        try:
-            for trial in range(self.spec.trials):
-                result.trials.append(self._trial(cell, trial))
-        except LlmvalError as error:
-            result.error = str(error)
-        took = time.monotonic() - began
-        self.measure_s += took
+    def _result(self, cell: Cell, error: str | None = None) -> CellResult:
+        return CellResult(cell, error=error)
+
+    def _fill(self, cell: Cell, result: CellResult) -> None:
+        for trial in range(self.spec.trials):
+            result.trials.append(self._trial(cell, trial))
+
+    def _line(self, result: CellResult, took_s: float) -> str:
         verdict = "error" if result.error else ("pass" if result.is_pass else "MISS")
         answers = "; ".join(f"expected {t.expected}, answered {_tail(t.answer)!r}" for t in result.trials)
         tokens = "/".join(str(t.prompt_tokens) for t in result.trials)
-        self.progress(f"niah {cell.id} [{index}/{len(self.cells)}]: {verdict} "
-                      f"({tokens} prompt tokens, {took:.1f} s): {answers}"
-                      + (f" error {result.error[:200]}" if result.error else ""))
-        return result
+        return f"{verdict} ({tokens} prompt tokens, {took_s:.1f} s): {answers}"
+
+    def judge(self, results: Sequence[CellResult]) -> list[GateVerdict]:
+        """The two pass gates under `accuracy.niah`."""
+        return pass_gates(self.spec, results, self.check_prefix)
 
     def _trial(self, cell: Cell, trial: int) -> TrialResult:
         shared_key = (cell.variant, cell.kind, cell.length, trial) if cell.variant == "prefix_cache" else None
@@ -197,7 +85,7 @@ class NiahRunner(GridCells[Cell, CellResult]):
                 "prompts_fingerprint": prompts_fingerprint(ok),
                 "prompt_token_offenders": prompt_token_offenders(self.spec, ok),
             },
-            "gates": [dataclasses.asdict(v) for v in evaluate_gates(self.spec, ok)] if complete else None,
+            "gates": [dataclasses.asdict(v) for v in self.judge(ok)] if complete else None,
         }
 
 

@@ -1,13 +1,14 @@
 """Which inventory fields are facts to judge, and which check ids judge them: no green by omission.
 
-`FACTS` maps each fact field of a target's inventory section (`hosts`, `endpoints`, `perf`, `niah`, `agentic`)
-to the check ids (globs) whose verdicts judge it; `SETTINGS` lists the fields that only say how to reach or run a
-target. The `hosts` facts are not listed here: each host fact's declaration names the fields it is evidence for
-and their checks (`@fact(..., checks=...)` in `llmval.hostfacts`), and `FACTS["hosts"]` is read from those
-declarations, in the inventory model's field order. A self-test proves every field of the inventory models is in
-exactly one of FACTS and SETTINGS, so a field added to the inventory without a check shows up at once. In a full
-run, `not_judged(inventory, verdicts)` lists every declared fact that no held, broken or blocked verdict on that
-target judged; the status document shows the list and the run is not GREEN while it is non-empty.
+`FACTS` maps each fact field of a target's inventory section (`hosts`, `endpoints`, `perf`, each grid kind's) to the
+check ids (globs) whose verdicts judge it; `SETTINGS` lists the fields that only say how to reach or run a target.
+The `hosts` facts are not listed here: each host fact's declaration names the fields it is evidence for and their
+checks (`@fact(..., checks=...)` in `llmval.hostfacts`), and `FACTS["hosts"]` is read from those declarations, in
+the inventory model's field order; a grid kind's are its declaration's (`GridKind.facts`, `.settings` in
+`llmval.grid`). A self-test proves every field of the inventory models is in exactly one of FACTS and SETTINGS, so a
+field added to the inventory without a check shows up at once. In a full run, `not_judged(inventory, verdicts)`
+lists every declared fact that no held, broken or blocked verdict on that target judged; the status document shows
+the list and the run is not GREEN while it is non-empty.
 
     not_judged(inventory, verdicts) -> [Unjudged(section="hosts", target="kpro6-ct129", field="gpus.p2p",
                                                  checks=("hosts.gpu.p2p",))]
@@ -22,11 +23,11 @@ from fnmatch import fnmatchcase
 
 from pydantic import BaseModel
 
-from ..agentic.grid import grid_name as agentic_grid_name
 from ..core.verdict import Cause, Verdict
+from ..grid import grid_name
+from ..grid.registry import GRID_KINDS
 from ..hostfacts import judged_fields
 from ..inventory import HostSpec, Inventory
-from ..needle.grid import grid_name
 
 
 def field_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -81,19 +82,7 @@ FACTS: dict[str, dict[str, tuple[str, ...]]] = {
         "agentic_load": ("perf.agentic.*",),
         "correctness": ("perf.correctness.*",),
     },
-    "niah": {
-        "context_lengths": ("accuracy.niah.cell",),
-        "min_overall": ("accuracy.niah.min_overall",),
-        "all_pass_up_to": ("accuracy.niah.all_pass_up_to",),
-        "prompt_tokens_tolerance": ("accuracy.niah.prompt_tokens",),
-    },
-    "agentic": {
-        "context_lengths": ("accuracy.agentic.cell", "accuracy.agentic.context_limit", "accuracy.agentic.http_error"),
-        "min_overall": ("accuracy.agentic.min_overall",),
-        "all_pass_up_to": ("accuracy.agentic.all_pass_up_to",),
-        "prompt_tokens_tolerance": ("accuracy.agentic.prompt_tokens",),
-        "min_valid": ("accuracy.agentic.min_valid",),
-    },
+    **{kind.section: dict(kind.facts) for kind in GRID_KINDS},  # each grid kind declares its own (llmval.grid)
 }
 SETTINGS: dict[str, frozenset[str]] = {
     "hosts": frozenset({"name", "platform", "role", "transport", "timeout_s", "env.source", "nccl.log", "ray.address",
@@ -104,10 +93,7 @@ SETTINGS: dict[str, frozenset[str]] = {
                        "c1_requests", "requests_per_concurrency", "throughput_concurrency", "ttft_concurrency",
                        "quoted_tok_s", "request_rates", "rate_requests", "rate_max_concurrency", "goodput_ttft_ms",
                        "goodput_tpot_ms", "metrics_interval_s", "machine"}),
-    "niah": frozenset({"endpoint", "name", "depths", "trials", "seed", "variants", "values", "smoke_context_lengths",
-                       "max_tokens", "margin_tokens", "budget_s"}),
-    "agentic": frozenset({"endpoint", "name", "depths", "needles", "modes", "seed", "tool_choice", "max_tokens",
-                          "margin_tokens", "budget_s", "strict_tools", "request_timeout_s"}),
+    **{kind.section: kind.settings for kind in GRID_KINDS},
 }
 JUDGING = (Cause.HELD, Cause.BROKEN, Cause.BLOCKED)
 
@@ -144,8 +130,7 @@ def _targets(inventory: Inventory) -> Iterable[tuple[str, str, object]]:
     yield from (("hosts", h.name, h) for h in inventory.hosts)
     yield from (("endpoints", e.name, e) for e in inventory.endpoints)
     yield from (("perf", p.label, p) for p in inventory.perf)
-    yield from (("niah", grid_name(n), n) for n in inventory.niah)
-    yield from (("agentic", agentic_grid_name(a), a) for a in inventory.agentic)
+    yield from ((kind.section, grid_name(g), g) for kind in GRID_KINDS for g in kind.specs(inventory))
 
 
 def not_judged(inventory: Inventory, verdicts: Iterable[Verdict]) -> list[Unjudged]:

@@ -25,9 +25,10 @@ import httpx
 
 from ..core.errors import LlmvalError
 from ..engines import EngineAdapter, adapter_class
+from ..grid import ServerTokenCounter, ask
 from ..inventory import EndpointSpec, NiahSpec
 from ..inventory.perf import CorrectnessSpec
-from ..needle import ServerTokenCounter, ask, build_trial, score_answer
+from ..needle import build_trial, score_answer
 from ..needle.grid import Cell, TrialPrompt, plan_cells
 from ..toolcalls import Answer, ToolCase, build_catalogue, judge
 

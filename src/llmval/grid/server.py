@@ -1,4 +1,4 @@
-"""The two HTTP exchanges NIAH needs: count prompt tokens with the server's tokenizer, and ask.
+"""The two HTTP exchanges a grid needs: count prompt tokens with the server's tokenizer (tools included), and ask.
 
 The engine's adapter class says how its `POST /tokenize` counts (`tokenize_form`): "chat" (vLLM: it
 accepts chat `messages` and applies the served chat template, so its count is exactly the prompt the

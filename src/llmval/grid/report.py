@@ -1,4 +1,4 @@
-"""The NIAH artefacts in reports/: the grid JSON and its heatmap PNG (matplotlib, Agg backend)."""
+"""A grid's artefacts in reports/: the grid JSON and its heatmap PNG (matplotlib, Agg backend)."""
 
 from __future__ import annotations
 
