@@ -121,13 +121,16 @@ def _local() -> dict:
          "hosts[0:localhost].proxmox", "one guest only"),
         (lambda d: d["deployment"].update(constraints=[[[[[[[[[[[[[[["deep"]]]]]]]]]]]]]]]),
          "deployment.constraints", "nested deeper"),
+        (lambda d: d.update(niah=[*d["niah"], d["niah"][0]]), "niah[2].name", "repeats"),
+        (lambda d: d.update(agentic=[*d["agentic"], d["agentic"][0]]), "agentic[1].name", "repeats"),
     ],
     ids=["missing-key", "wrong-type", "unknown-engine", "unknown-key", "dangling-reference", "secret-in-file",
          "path-option", "unit-option", "container-option", "image-option", "ssh-address-option", "interface-shell",
          "env-key-shell", "launch-env-key-shell", "pgrep-option", "unknown-source-kind", "unknown-log-kind",
          "path-nul", "url-userinfo", "url-no-host", "url-port-0", "timeout-inf", "timeout-huge", "rate-nan",
          "rate-5", "gpu-count-2^64", "name-traversal", "name-dot", "empty-model", "name-140k", "unit-nul",
-         "duplicate-decision", "duplicate-blocker", "bus-id-in-lxc-and-vm", "nesting"],
+         "duplicate-decision", "duplicate-blocker", "bus-id-in-lxc-and-vm", "nesting", "duplicate-niah-grid",
+         "duplicate-agentic-grid"],
 )
 def test_each_broken_inventory_names_file_key_path_and_reason(tmp_path, mutate, key_path, reason):
     document = _local()

@@ -116,8 +116,10 @@ def reference_problems(inv: Inventory) -> list[tuple[str, str]]:
                                  f"{gate.endpoint!r} is not an endpoint; endpoints: {endpoints}"))
     for index, label in _dups([(i, f"{g.endpoint}/{g.label}") for i, g in enumerate(inv.perf)]):
         problems.append((f"perf[{index}].name", f"{label!r} repeats: give each [[perf]] of an endpoint a name"))
-    for index, label in _dups([(i, f"{g.endpoint}/{g.name}") for i, g in enumerate(inv.niah)]):
-        problems.append((f"niah[{index}].name", f"{label!r} repeats: give each [[niah]] of an endpoint a name"))
+    for section, grids in (("niah", inv.niah), ("agentic", getattr(inv, "agentic", []))):  # the grid kinds' sections
+        for index, label in _dups([(i, f"{g.endpoint}/{g.name}") for i, g in enumerate(grids)]):
+            problems.append((f"{section}[{index}].name",
+                             f"{label!r} repeats: give each [[{section}]] of an endpoint a name"))
     if launch is not None:
         for phase in ("preflight", "start", "stop"):
             for index, step in enumerate(getattr(launch, phase)):
