@@ -105,24 +105,25 @@ def test_without_a_previous_run_the_diff_says_so(kpro6, runs):
     assert "no previous run of this deployment in reports/history/" in status
 
 
-def test_relevant_files_come_from_evidence_and_declarations(status, runs):
-    assert "`/etc/systemd/system/sglang.service` — checked by hosts.env.nccl_p2p_disable" in status
+def test_relevant_files_are_the_paths_the_checks_read_and_the_declared_ones(status):
+    # the sha256 fact's typed path argument (Verdict.paths), though the check could not be made
     assert "`/models/Qwen3.5-122B-A10B-FP8/model-00001-of-00039.safetensors` — checked by " \
            "test_model_files_identical" in status
     assert "`/etc/pve/lxc/129.conf` — *declared*" in status
+    # a path the env check's evidence only quotes is not a file it read (it reads the process environment)
+    assert "/etc/systemd/system/sglang.service" not in status.split("## Relevant files")[1]
 
 
-@pytest.mark.parametrize(("text", "paths"), [
-    ("Environment=NCCL_P2P_DISABLE=1 in /etc/systemd/system/sglang.service.", ["/etc/systemd/system/sglang.service"]),
-    ("GET http://10.1.2.129:30000/v1/models", []),
-    ("fuser -v /dev/nvidia* held by 1234", ["/dev/nvidia*"]),
-    ("./models/x.safetensors and ~/.cache/huggingface/hub", ["./models/x.safetensors", "~/.cache/huggingface/hub"]),
-    ("ratio 1/2 and 3.5/4", []),
-], ids=["unit-file", "url-is-not-a-file", "glob", "relative-and-home", "fractions"])
-def test_evidence_paths_are_host_paths_not_urls(text, paths):
-    results = {"tests": [{"nodeid": "t", "outcome": "passed",
-                          "evidence": [{"subject": "h", "check": "c", "expected": "", "observed": text, "ok": True}]}]}
-    assert sorted(evidence_paths(results).get("h", {})) == sorted(paths)
+@pytest.mark.parametrize("text", [
+    "Environment=NCCL_P2P_DISABLE=1 in /etc/systemd/system/sglang.service.", "fuser -v /dev/nvidia* held by 1234",
+    "./models/x.safetensors and ~/.cache/huggingface/hub"], ids=["unit-file", "glob", "relative-and-home"])
+def test_evidence_paths_come_from_the_typed_paths_never_the_text(text):
+    verdict = {"target": "h", "check": "c", "observed": text, "cause": "held"}
+    results = {"schema_version": 3, "tests": [{"nodeid": "t", "outcome": "passed", "verdicts": [verdict]}]}
+    assert evidence_paths(results) == {}
+    verdict["paths"] = [{"host": "h", "path": "/models/x"}, {"host": "h2", "path": "/tmp/nccl.*.log"}]
+    assert {host: dict(paths) for host, paths in evidence_paths(results).items()} == {
+        "h": {"/models/x": {"c"}}, "h2": {"/tmp/nccl.*.log": {"c"}}}
 
 
 def test_html_puts_status_first_embeds_plots_and_escapes(kpro6, runs, tmp_path):

@@ -149,7 +149,11 @@ def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
 def shorten(value: object, limit: int = 400) -> str:
     """One-line-ish text of `value`, redacted, then cut to `limit` characters with the cut said (redacting first:
     a cut secret is no longer the secret `redact` looks for)."""
-    text = redact(value if isinstance(value, str) else repr(value))
+    return cut(redact(value if isinstance(value, str) else repr(value)), limit)
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters with the cut said; for text already redacted (a verdict's fields)."""
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit} more characters]"

@@ -10,6 +10,13 @@ makes one too. The same model is written to results.json (`llmval.report.results
 
 `depends_on` names checks that must hold for this one to mean anything (the model served, the endpoint
 healthy, the host reachable): the status document puts each root failure first and its dependents under it.
+`paths` are the files the check's host facts read (the typed path arguments of their declared commands), which
+the status document lists under "Relevant files"; `cause` and `error` say how the reports classify it. The
+reports read these fields, never the message text.
+
+Secrets are removed once, where an observation becomes a verdict's text (`make_verdict`, `could_not_check`,
+`make_measured`: redacted, then shortened, so a cut cannot leave part of a secret); the reports, results.json and
+junit write that text as it is.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .contract import mismatch, redact, shorten, visible
+from .contract import redact, shorten, visible
 
 
 class Cause(enum.StrEnum):
@@ -35,6 +42,15 @@ class Cause(enum.StrEnum):
 
 
 FAILING = (Cause.BROKEN, Cause.COULD_NOT_CHECK)
+
+
+class PathRead(BaseModel):
+    """A file (or glob) a check read on a host: a typed path argument of a declared host command."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str
+    path: str
 
 
 class Verdict(BaseModel):
@@ -54,6 +70,7 @@ class Verdict(BaseModel):
     reason: str = Field("", description="for could-not-check: the cause it shares with other checks, without its "
                                         "own target (the recording has no answer for POST /tokenize); empty when "
                                         "`observed` says it")
+    paths: tuple[PathRead, ...] = Field((), description="files the check's host facts read, per host")
 
     @property
     def is_held(self) -> bool:
@@ -71,12 +88,14 @@ class Verdict(BaseModel):
         return (self.reason or self.observed) if self.cause == Cause.COULD_NOT_CHECK else ""
 
     def message(self) -> str:
-        """The failure text pytest shows: the `mismatch` block, or `could not check (Error): cause`; control
-        characters written as escapes (`contract.visible`: what a server said cannot drive the terminal)."""
+        """The failure text pytest shows: the mismatch block (`contract.mismatch`'s shape), or `could not check
+        (Error): cause`; control characters written as escapes (`contract.visible`: what a server said cannot drive
+        the terminal). The fields are already redacted and shortened: nothing is redacted or cut again here."""
         if self.cause == Cause.COULD_NOT_CHECK:
             return visible(f"could not check ({self.error or 'error'}): {self.observed}")
-        return visible(mismatch(self.target, self.check, self.expected, self.observed, hint=self.hint,
-                                evidence=self.evidence))
+        lines = [f"[{self.target}] {self.check}", f"  expected: {self.expected}", f"  observed: {self.observed}"]
+        lines += [f"  {name}: {value}" for name, value in (("hint", self.hint), ("evidence", self.evidence)) if value]
+        return visible("\n".join(lines))
 
     def summary(self) -> str:
         """One short line for `-ra` and the terminal: check, target, observed (expected), control characters
@@ -107,22 +126,30 @@ def plain(value: object) -> str:
 
 
 def make_verdict(target: object, check: str, *, expected: object, observed: object, held: bool, hint: str = "",
-                 evidence: str = "", depends_on: tuple[str, ...] = ()) -> Verdict:
-    """A held or broken verdict with its values as shortened, redacted text."""
-    return Verdict(target=str(target), check=check, expected=redact(shorten(plain(expected))),
-                   observed=redact(shorten(plain(observed))), hint=redact(hint),
-                   evidence=redact(shorten(evidence, 800)) if evidence else "",
-                   cause=Cause.HELD if held else Cause.BROKEN, depends_on=tuple(depends_on))
+                 evidence: str = "", depends_on: tuple[str, ...] = (), paths: tuple[PathRead, ...] = ()) -> Verdict:
+    """A held or broken verdict with its values as text, redacted once and then shortened (`contract.shorten`)."""
+    return Verdict(target=str(target), check=check, expected=shorten(plain(expected)),
+                   observed=shorten(plain(observed)), hint=redact(hint),
+                   evidence=shorten(evidence, 800) if evidence else "",
+                   cause=Cause.HELD if held else Cause.BROKEN, depends_on=tuple(depends_on), paths=tuple(paths))
 
 
-def could_not_check(target: str, check: str, error: BaseException, *, depends_on: tuple[str, ...] = ()) -> Verdict:
+def could_not_check(target: str, check: str, error: BaseException, *, depends_on: tuple[str, ...] = (),
+                    paths: tuple[PathRead, ...] = ()) -> Verdict:
     """The verdict of a check the suite could not make; the error's own `depends_on` joins the declared ones."""
     extra = tuple(getattr(error, "depends_on", ()) or ())
     deps = tuple(dict.fromkeys((*depends_on, *extra)))
     reason = str(getattr(error, "reason", "") or "")
-    return Verdict(target=target, check=check, observed=redact(shorten(str(error), 1000)),
+    return Verdict(target=target, check=check, observed=shorten(str(error), 1000),
                    hint=redact(str(getattr(error, "hint", "") or "")), cause=Cause.COULD_NOT_CHECK,
-                   depends_on=deps, error=type(error).__name__, reason=redact(shorten(reason, 1000)) if reason else "")
+                   depends_on=deps, error=type(error).__name__, reason=shorten(reason, 1000) if reason else "",
+                   paths=tuple(paths))
+
+
+def make_measured(target: object, name: str, value: float | int | str, unit: str = "") -> Measured:
+    """A measured value with its text redacted once (a version string or a label can quote what a server said)."""
+    return Measured(target=redact(str(target)), name=redact(name), value=redact(value) if isinstance(value, str)
+                    else value, unit=redact(unit))
 
 
 def deciding(verdicts: list[Verdict]) -> Verdict | None:

@@ -77,6 +77,7 @@ from ._fact import (
     judged_fields,
     peer_facts,
     prefetch,
+    watch_reads,
 )
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
@@ -177,4 +178,5 @@ __all__ = [
     "model_digests",
     "peer_facts",
     "prefetch",
+    "watch_reads",
 ]

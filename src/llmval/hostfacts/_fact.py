@@ -6,6 +6,7 @@ See the package docstring (`llmval.hostfacts`) for how to declare a fact.
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import dataclasses
 import functools
 import threading
@@ -16,13 +17,14 @@ from typing import Any
 
 from ..core.errors import CommandFailed, LlmvalError
 from ..inventory import HostSpec
-from ..io.command import COMMANDS, allow, family_of, is_read_only
+from ..io.command import COMMANDS, GLOB, PATH, Rendered, allow, family_of, is_read_only
 from ..io.recording import CommandResult
 from ..io.transport import Connection
 from ._command import Command
 
 __all__ = ["COMMANDS", "FACTS", "Fact", "HostFacts", "Prefetch", "Reader", "allow", "fact", "fact_plan",
-           "failure_text", "family_of", "is_read_only", "judged_fields", "peer_facts", "prefetch"]
+           "failure_text", "family_of", "is_read_only", "judged_fields", "peer_facts", "prefetch",
+           "watch_reads"]
 
 Plan = Callable[[HostSpec], "bool | Iterable[tuple]"]
 
@@ -112,6 +114,27 @@ def judged_fields() -> dict[str, tuple[str, ...]]:
     return fields
 
 
+_READS: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar("llmval_reads", default=None)
+"""(host, path) pairs of the facts read in this context: a test's (`watch_reads`), or a fact's being read."""
+
+
+def watch_reads() -> list[tuple[str, str]]:
+    """From now on, in this thread's context (one test), collect the (host, path) pairs of every fact read: the
+    typed path arguments (`PATH`, `GLOB`) of the declared commands it sent, cached reads included. Returns the
+    list it fills (the verdicts' `paths`)."""
+    reads: list[tuple[str, str]] = []
+    _READS.set(reads)
+    return reads
+
+
+def _path_args(host: str, command: Rendered) -> list[tuple[str, str]]:
+    found = []
+    for key, value in command.args.items():
+        if command.family.kinds.get(key) in (PATH, GLOB):
+            found += [(host, str(v)) for v in (value if isinstance(value, (list, tuple)) else [value])]
+    return found
+
+
 class Reader:
     """What a fact's `read` gets: sends only that fact's declared commands, and reads other facts."""
 
@@ -127,7 +150,10 @@ class Reader:
         """Run one of this fact's commands, rendered with `args` (each checked against its kind)."""
         if command not in self._fact.commands:
             raise TypeError(f"host fact {self._fact.name!r} did not declare command {command.name!r}")
-        return self._facts.connection.run(command.render(**args), timeout_s=timeout_s)
+        rendered = command.render(**args)
+        if (reads := _READS.get()) is not None:
+            reads += _path_args(self.name, rendered)
+        return self._facts.connection.run(rendered, timeout_s=timeout_s)
 
     def output(self, command: Command, *, ok_rcs: tuple[int, ...] = (0,), timeout_s: float | None = None,
                **args: Any) -> str:
@@ -157,6 +183,7 @@ class HostFacts:
         self._cache: dict[tuple, tuple[bool, Any]] = {}
         self._reading: dict[tuple, threading.Event] = {}
         self._lock = threading.Lock()
+        self._paths: dict[tuple, tuple[tuple[str, str], ...]] = {}
 
     def __repr__(self) -> str:
         return f"HostFacts({self.name!r})"
@@ -180,14 +207,23 @@ class HostFacts:
                 continue
             try:
                 declared = FACTS[name]
+                reads: list[tuple[str, str]] = []
+                token = _READS.set(reads)  # the paths this fact's commands (and the facts it reads) name
                 try:
-                    self._cache[key] = (True, declared.read(Reader(self, declared), *args))
-                except LlmvalError as error:
-                    self._cache[key] = (False, error)
+                    try:
+                        result = (True, declared.read(Reader(self, declared), *args))
+                    except LlmvalError as error:
+                        result = (False, error)
+                finally:
+                    _READS.reset(token)
+                self._paths[key] = tuple(dict.fromkeys(reads))  # before the value: a waiting thread reads both
+                self._cache[key] = result
             finally:
                 with self._lock:
                     del self._reading[key]
                 mine.set()
+        if (watching := _READS.get()) is not None:
+            watching += self._paths.get(key, ())
         ok, value = self._cache[key]
         if not ok:
             raise value

@@ -1,8 +1,9 @@
 """The run's reports for people: the status document (Markdown and HTML), the diff against the last run,
 and the judgement of known blockers.
 
-Pure: everything here takes the results JSON (llmval.report.results) and the inventory and returns text or
-data; the pytest glue is fixtures/reporting.py and fixtures/blockers.py.
+Pure: everything here takes the run's typed results (`llmval.report.results.RunResults`; a results JSON document is
+parsed once at the entry) and the inventory and returns text or data, reading the verdicts' typed fields, never
+their message text; the pytest glue is fixtures/reporting.py and fixtures/blockers.py.
 
     build_status(results, inventory, previous=..., plots=[...]) -> StatusDocument
     render_markdown(doc) -> str                # reports/status.md

@@ -15,8 +15,7 @@ from ..core.errors import LlmvalError
 from ..inventory import load_inventory
 from .files import write_report
 from .html import render_html
-from .results import RESULTS_FILE, history_files, load_results
-from .secrets import inventory_secret_values
+from .results import RESULTS_FILE, history_files, load_results, parse_results
 from .status import build_status, render_markdown
 
 
@@ -26,22 +25,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inventory", type=Path, help="inventory TOML (default: the one results.json names)")
     args = parser.parse_args(argv)
     try:
-        results = load_results(args.reports_dir / RESULTS_FILE)
-        inventory_path = args.inventory or Path(results.get("inventory", ""))
-        inventory = load_inventory(inventory_path)
-        earlier = [p for p in history_files(args.reports_dir, results["deployment"])
-                   if load_results(p).get("started", "") < results.get("started", "")]
-        previous = load_results(earlier[-1]) if earlier else None
+        results = parse_results(load_results(args.reports_dir / RESULTS_FILE))  # typed once, read by every report
+        inventory = load_inventory(args.inventory or Path(results.inventory))
+        earlier = [p for p in history_files(args.reports_dir, results.deployment)
+                   if load_results(p).get("started", "") < results.started]
+        previous = parse_results(load_results(earlier[-1])) if earlier else None
     except LlmvalError as error:
         print(f"llmval.report: cannot render: {error}", file=sys.stderr)
         return 2
     plots = sorted(p.name for p in args.reports_dir.glob("*.png"))
     doc = build_status(results, inventory, previous=previous,
                        previous_name=f"history/{earlier[-1].name}" if earlier else None, plots=plots)
-    secrets = inventory_secret_values(inventory.model_dump(mode="json"))
     try:
-        write_report(args.reports_dir / "status.md", render_markdown(doc), secrets)
-        write_report(args.reports_dir / "report.html", render_html(doc, results, args.reports_dir), secrets)
+        write_report(args.reports_dir / "status.md", render_markdown(doc))
+        write_report(args.reports_dir / "report.html", render_html(doc, results, args.reports_dir))
     except LlmvalError as error:
         print(f"llmval.report: {error}", file=sys.stderr)
         return 4

@@ -1,6 +1,7 @@
 """What changed between two runs of one deployment: verdicts, observed and measured values, the inventory.
 
-`diff_runs(previous, current)` takes two results JSON documents (see llmval.report.results) and returns
+`diff_runs(previous, current)` takes two runs' typed results (`llmval.report.results.RunResults`; a results JSON
+document is parsed once) and returns
 `Change`s, most important first: inventory edits (a gate raised, the model renamed), verdict changes,
 observed-value changes of the same check, measured-value changes, and the run's own setup.
 """
@@ -11,7 +12,7 @@ import dataclasses
 import json
 from typing import Any
 
-from .results import upgrade_document
+from .results import RunResults, TestResult, parse_results
 
 INVENTORY = "inventory"
 VERDICT = "verdict"
@@ -115,8 +116,8 @@ def inventory_changes(previous: dict | None, current: dict | None) -> list[Chang
     return changes
 
 
-def _tests(document: dict) -> dict[str, dict]:
-    return {t["nodeid"]: t for t in document.get("tests", [])}
+def _tests(results: RunResults) -> dict[str, TestResult]:
+    return {t.nodeid: t for t in results.tests}
 
 
 def _relative(before: float, after: float) -> str:
@@ -125,17 +126,10 @@ def _relative(before: float, after: float) -> str:
     return f"{(after - before) / abs(before) * 100:+.1f}%"
 
 
-def _document(results: Any) -> dict:
-    """A results document (dict, either schema version, or RunResults) as a current-schema dict."""
-    if hasattr(results, "model_dump"):
-        return results.model_dump(mode="json")
-    return upgrade_document(results)
-
-
-def diff_runs(previous: Any, current: Any) -> list[Change]:
-    """Every change from `previous` to `current` (results documents or RunResults), inventory first."""
-    previous, current = _document(previous), _document(current)
-    old_inventory, new_inventory = previous.get("inventory_snapshot"), current.get("inventory_snapshot")
+def diff_runs(previous: RunResults | dict, current: RunResults | dict) -> list[Change]:
+    """Every change from `previous` to `current` (typed results, or results documents), inventory first."""
+    previous, current = parse_results(previous), parse_results(current)
+    old_inventory, new_inventory = previous.inventory_snapshot, current.inventory_snapshot
     if old_inventory is not None and new_inventory is not None:
         changes = inventory_changes(old_inventory, new_inventory)
     else:
@@ -144,16 +138,15 @@ def diff_runs(previous: Any, current: Any) -> list[Change]:
     before, after = _tests(previous), _tests(current)
     for nodeid in sorted(set(before) & set(after)):
         old, new = before[nodeid], after[nodeid]
-        if old.get("outcome") != new.get("outcome"):
-            lifted = any(b.get("state") == "lifted" for b in new.get("blockers", []))
-            changes.append(Change(VERDICT, nodeid, old.get("outcome"), new.get("outcome"),
-                                  "blocker lifted" if lifted else "fixed" if new.get("outcome") == "passed" else
-                                  ("broke" if new.get("outcome") in {"failed", "error"} else "")))
-        old_obs = {(v.get("target"), v.get("check")): v.get("observed") for v in old.get("verdicts", [])}
-        for e in new.get("verdicts", []):
-            key = (e.get("target"), e.get("check"))
-            if key in old_obs and old_obs[key] != e.get("observed"):
-                changes.append(Change(OBSERVED, f"[{key[0]}] {key[1]}", old_obs[key], e.get("observed")))
+        if old.outcome != new.outcome:
+            changes.append(Change(VERDICT, nodeid, old.outcome, new.outcome,
+                                  "blocker lifted" if new.is_lifted else "fixed" if new.outcome == "passed" else
+                                  ("broke" if new.outcome in {"failed", "error"} else "")))
+        old_obs = {(v.target, v.check): v.observed for v in old.verdicts}
+        for v in new.verdicts:
+            key = (v.target, v.check)
+            if key in old_obs and old_obs[key] != v.observed:
+                changes.append(Change(OBSERVED, f"[{key[0]}] {key[1]}", old_obs[key], v.observed))
     new_ids = sorted(set(after) - set(before))
     gone_ids = sorted(set(before) - set(after))
     if new_ids:
@@ -164,29 +157,25 @@ def diff_runs(previous: Any, current: Any) -> list[Change]:
                               ", ".join(gone_ids[:5]) + (" …" if len(gone_ids) > 5 else ""), None))
     changes += measured_changes(previous, current)
     for key in ("markexpr", "mode", "inventory"):
-        if previous.get(key) != current.get(key):
-            changes.append(Change(RUN, key, previous.get(key), current.get(key)))
+        if getattr(previous, key) != getattr(current, key):
+            changes.append(Change(RUN, key, getattr(previous, key), getattr(current, key)))
     return changes
 
 
-def _measured(document: dict) -> dict[tuple[str, str], dict]:
-    values = {}
-    for test in document.get("tests", []):
-        for m in test.get("measured", []):
-            values[(str(m.get("target")), str(m.get("name")))] = m
-    return values
+def _measured(results: RunResults) -> dict[tuple[str, str], tuple[Any, str]]:
+    return {(m.target, m.name): (m.value, m.unit) for test in results.tests for m in test.measured}
 
 
-def measured_changes(previous: Any, current: Any) -> list[Change]:
+def measured_changes(previous: RunResults | dict, current: RunResults | dict) -> list[Change]:
     """Measured values (tok/s, scores, versions) that differ, largest relative change first."""
-    previous, current = _document(previous), _document(current)
+    previous, current = parse_results(previous), parse_results(current)
     before, after = _measured(previous), _measured(current)
     changes = []
     for key in sorted(set(before) & set(after)):
-        old, new = before[key]["value"], after[key]["value"]
+        old, new = before[key][0], after[key][0]
         if old == new:
             continue
-        unit = after[key].get("unit") or ""
+        unit = after[key][1]
         what = f"[{key[0]}] {key[1]}" + (f" ({unit})" if unit else "")
         note = ""
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (old, new)):

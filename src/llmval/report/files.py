@@ -1,4 +1,4 @@
-"""Writing the reports: atomically, never through a planted link, redacted once more on the way out (issue 23.5).
+"""Writing the reports: atomically, never through a planted link (issue 23.5).
 
 The suite often runs as root, and the reports folder may be shared: a `status.md` planted as a symlink to
 /etc/shadow must not be written through, and a full or read-only disk must not leave a half-written
@@ -6,17 +6,18 @@ The suite often runs as root, and the reports folder may be shared: a `status.md
 
 - `check_reports_dir(folder)` runs before any check: the folder is (or becomes) a directory we can create
   files in, its `history/` too; otherwise one `ReportsNotWritable` naming the folder and why (exit 4).
-- `write_report(path, text, secrets)` redacts `text` (the last seam: whatever a renderer let through),
-  writes it to a new temporary file beside `path` (`O_CREAT | O_EXCL`, never following a link), flushes it to
-  disk, and renames it over `path`: a link planted at `path` is replaced, its target untouched; on any error
-  the temporary file is removed and `path` is what it was before.
+- `write_report(path, text)` writes `text` to a new temporary file beside `path` (`O_CREAT | O_EXCL`, never
+  following a link), flushes it to disk, and renames it over `path`: a link planted at `path` is replaced, its
+  target untouched; on any error the temporary file is removed and `path` is what it was before. It redacts
+  nothing: a report is made from typed results whose text was redacted once, when it was made
+  (llmval.core.verdict; pytest's own text in fixtures/reporting.py; inventory text as the status document shows it).
 - `unlink_planted_link(path)` removes a symlink where pytest's junitxml (which opens its path itself) would
   write, so junit too replaces a link instead of writing through it.
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> write_report(folder / "status.md", "key=abcdefgh1234", ["abcdefgh1234"]).read_text()
-    'key=***'
+    >>> write_report(folder / "status.md", "GREEN").read_text()
+    'GREEN'
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..core.contract import redact
 from ..core.errors import LlmvalError
 
 
@@ -56,9 +56,9 @@ def check_reports_dir(folder: Path, subfolders: Iterable[str] = ("history",)) ->
             raise _refuse(folder, f"{type(error).__name__}: {error.strerror or error}") from None
 
 
-def write_report(path: Path, text: str, secrets: Iterable[str] = ()) -> Path:
-    """Write `text`, redacted, to `path` atomically (temp file + rename); a link at `path` is replaced."""
-    return write_bytes(path, redact(text, secrets).encode("utf-8"))
+def write_report(path: Path, text: str) -> Path:
+    """Write `text` to `path` atomically (temp file + rename); a link at `path` is replaced."""
+    return write_bytes(path, text.encode("utf-8"))
 
 
 def write_bytes(path: Path, data: bytes) -> Path:

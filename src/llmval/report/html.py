@@ -118,7 +118,7 @@ def status_fragment(doc: StatusDocument, reports_dir: Path | None = None) -> str
 
 def render_html(doc: StatusDocument, results: RunResults | dict, reports_dir: Path) -> str:
     """A self-contained HTML page: the verdict and what broke at the top, the status document, plots, then every
-    test's verdict (failing ones first)."""
+    test's verdict (failing ones first), from the run's typed results (a results document is parsed once)."""
     rows = []
     tests = parse_results(results).tests
     for test in sorted(tests, key=lambda t: t.outcome not in FAILING_OUTCOMES):  # what broke first, then in order

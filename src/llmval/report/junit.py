@@ -1,6 +1,6 @@
 """junit for CI: the testsuite named after the deployment, could-not-check as <error>, suite properties.
 
-pytest's junitxml writes the file; `finish_junit` rewrites it once the run's typed results are known:
+pytest's junitxml writes the file; `finish_junit` rewrites it from the run's typed results (`RunResults`):
 
 - the `<testsuite>` is named after the deployment and carries `inventory`, `mode`, `engine.<endpoint>`
   (kind and, when this run read it, version) as properties;
@@ -18,7 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..core.contract import shorten
+from ..core.contract import cut
 from ..core.verdict import Cause
 from ..inventory import Inventory
 from .escape import xml_text
@@ -77,7 +77,7 @@ def finish_junit(path: Path, results: RunResults, inventory: Inventory) -> None:
             failure.tag = "error"
             if verdict is not None and verdict.cause == Cause.COULD_NOT_CHECK:
                 failure.set("type", xml_text(verdict.error))
-                failure.set("message", xml_text(f"could not check ({verdict.error}): {shorten(verdict.observed, 300)}"))
+                failure.set("message", xml_text(f"could not check ({verdict.error}): {cut(verdict.observed, 300)}"))
             moved += 1
         if moved:
             suite.set("failures", str(int(suite.get("failures", "0")) - moved))

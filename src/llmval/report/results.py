@@ -17,12 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import LlmvalError
 from ..core.verdict import Cause, Measured, Verdict
-from .scope import RunScope, scope_of_document
+from .scope import RunScope, recorded_scope, scope_of_document
 
 RESULTS_FILE = "results.json"
 HISTORY_DIR = "history"
-SCHEMA_VERSION = 2
-"""2: per test `verdicts` (llmval.core.verdict.Verdict) replace version 1's `evidence` records."""
+SCHEMA_VERSION = 3
+"""2: per test `verdicts` (llmval.core.verdict.Verdict) replace version 1's `evidence` records. 3: per test
+`skip_reason`, `xfail_reason` and `crash` (from pytest's report, typed), per verdict `paths` (the files its host
+facts read); the reports read these fields instead of the message text."""
 
 
 class BlockerRecord(BaseModel):
@@ -48,6 +50,14 @@ class TestResult(BaseModel):
     outcome: str = ""
     """passed, failed, error, skipped, xfailed or xpassed; `error` is could not check."""
     message: str = ""
+    """pytest's text of the outcome (shortened), for people: the reports classify nothing by it."""
+    skip_reason: str = ""
+    """For a skipped test: pytest's skip reason."""
+    xfail_reason: str = ""
+    """For an xfailed or xpassed test: the xfail reason (a known blocker's, or the test's own)."""
+    crash: str = ""
+    """For a failed test: pytest's one-line crash message (`assert 1 == 2`, `ValueError: boom`), where no verdict
+    explains the failure."""
     duration_s: float = 0.0
     markers: list[str] = Field(default_factory=list)
     verdicts: list[Verdict] = Field(default_factory=list)
@@ -93,27 +103,41 @@ class RunResults(BaseModel):
     not_judged: list[str] | None = None
     """In a full run: declared inventory facts no verdict judged (llmval.report.judged); None when not computed."""
 
+    @property
+    def run_scope(self) -> RunScope:
+        """What part of the contract this run judged (llmval.report.scope)."""
+        return recorded_scope(self.scope, self.selection, self.markexpr)
+
 
 def upgrade_document(document: dict) -> dict:
-    """A results document in the current schema: version 1's `evidence` records become verdicts."""
-    if document.get("schema_version", 1) >= 2:
+    """A results document in the current schema: version 1's `evidence` records become verdicts; version 2's skip
+    and xfail reasons, which it kept only as the first line of `message`, become `skip_reason`/`xfail_reason`
+    (the one place old message text is read)."""
+    version = document.get("schema_version", 1)
+    if version >= SCHEMA_VERSION:
         return document
     upgraded = dict(document, schema_version=SCHEMA_VERSION)
     tests = []
     for test in document.get("tests", []):
         test = dict(test)
-        records = test.pop("evidence", [])
-        test["verdicts"] = [{"target": str(r.get("subject", "")), "check": str(r.get("check", "")),
-                             "expected": str(r.get("expected", "")), "observed": str(r.get("observed", "")),
-                             "evidence": str(r.get("evidence", "")),
-                             "cause": "held" if r.get("ok") else ("blocked" if test.get("outcome") == "xfailed"
-                                                                  else "broken")} for r in records]
-        test["measured"] = [{"target": str(m.get("subject", "")), "name": str(m.get("name", "")),
-                             "value": m.get("value", ""), "unit": m.get("unit") or ""}
-                            for m in test.get("measured", [])]
-        test["blockers"] = [{"id": b.get("id", ""), "check": b.get("check", ""),
-                             "target": b.get("subject", b.get("target", "")), "state": b.get("state", ""),
-                             "observed": b.get("observed", "")} for b in test.get("blockers", [])]
+        if version < 2:
+            records = test.pop("evidence", [])
+            test["verdicts"] = [{"target": str(r.get("subject", "")), "check": str(r.get("check", "")),
+                                 "expected": str(r.get("expected", "")), "observed": str(r.get("observed", "")),
+                                 "evidence": str(r.get("evidence", "")),
+                                 "cause": "held" if r.get("ok") else ("blocked" if test.get("outcome") == "xfailed"
+                                                                      else "broken")} for r in records]
+            test["measured"] = [{"target": str(m.get("subject", "")), "name": str(m.get("name", "")),
+                                 "value": m.get("value", ""), "unit": m.get("unit") or ""}
+                                for m in test.get("measured", [])]
+            test["blockers"] = [{"id": b.get("id", ""), "check": b.get("check", ""),
+                                 "target": b.get("subject", b.get("target", "")), "state": b.get("state", ""),
+                                 "observed": b.get("observed", "")} for b in test.get("blockers", [])]
+        first = next((line.strip() for line in str(test.get("message", "")).splitlines() if line.strip()), "")
+        if test.get("outcome") == "skipped" and "skip_reason" not in test:
+            test["skip_reason"] = first.removeprefix("Skipped: ")
+        if test.get("outcome") in {"xfailed", "xpassed"} and "xfail_reason" not in test:
+            test["xfail_reason"] = first.removeprefix("xfail: ")
         tests.append(test)
     upgraded["tests"] = tests
     return upgraded
@@ -129,11 +153,10 @@ def parse_results(document: dict | RunResults) -> RunResults:
         raise LlmvalError(f"not a results document: {error}") from None
 
 
-def results_document(*, inventory_path: str, deployment: str, started: dt.datetime, duration_s: float,
-                     mode: str, markexpr: str, exitstatus: int, results: list[TestResult],
-                     inventory_snapshot: dict | None = None, not_judged: list[str] | None = None,
-                     scope: str = "", selection: str = "") -> dict:
-    """The results JSON document as a dict (what write_results writes)."""
+def run_results(*, inventory_path: str, deployment: str, started: dt.datetime, duration_s: float, mode: str,
+                markexpr: str, exitstatus: int, results: list[TestResult], inventory_snapshot: dict | None = None,
+                not_judged: list[str] | None = None, scope: str = "", selection: str = "") -> RunResults:
+    """The typed results of a run: what status.md, report.html, junit and results.json are all made from."""
     counts: dict[str, int] = {}
     causes: dict[str, int] = {}
     for result in results:
@@ -141,43 +164,48 @@ def results_document(*, inventory_path: str, deployment: str, started: dt.dateti
         if result.verdicts:
             cause = str((result.failing or result.verdicts[-1]).cause)
             causes[cause] = causes.get(cause, 0) + 1
-    document = {
-        "schema_version": SCHEMA_VERSION,
-        "deployment": deployment,
-        "inventory": inventory_path,
-        "started": started.isoformat(timespec="seconds"),
-        "duration_s": duration_s,
-        "mode": mode,
-        "markexpr": markexpr,
-        **({"scope": scope} if scope else {}),
-        **({"selection": selection} if selection else {}),
-        "exitstatus": exitstatus,
-        "counts": counts,
-        "causes": causes,
-        "tests": [r.model_dump(mode="json") for r in sorted(results, key=lambda r: r.nodeid)],
-    }
-    if inventory_snapshot is not None:
-        document["inventory_snapshot"] = inventory_snapshot
-    if not_judged is not None:
-        document["not_judged"] = not_judged
+    return RunResults(schema_version=SCHEMA_VERSION, deployment=deployment, inventory=inventory_path,
+                      started=started.isoformat(timespec="seconds"), duration_s=duration_s, mode=mode,
+                      markexpr=markexpr, scope=scope, selection=selection, exitstatus=exitstatus, counts=counts,
+                      causes=causes, tests=sorted(results, key=lambda r: r.nodeid),
+                      inventory_snapshot=inventory_snapshot, not_judged=not_judged)
+
+
+def document_of(results: RunResults) -> dict:
+    """The results JSON document of typed results (keys that say nothing, an empty scope or no snapshot, left out)."""
+    document = results.model_dump(mode="json")
+    for key in ("scope", "selection"):
+        if not document.get(key):
+            document.pop(key, None)
+    for key in ("inventory_snapshot", "not_judged"):
+        if document.get(key) is None:
+            document.pop(key, None)
     return document
+
+
+def results_document(**fields: Any) -> dict:
+    """The results JSON document as a dict (`run_results`' fields; what write_results writes)."""
+    return document_of(run_results(**fields))
 
 
 def write_results(reports_dir: Path, *, inventory_path: str, deployment: str, started: dt.datetime,
                   duration_s: float, mode: str, markexpr: str, exitstatus: int,
                   results: list[TestResult], inventory_snapshot: dict | None = None) -> Path:
     """Write reports/results.json and a timestamped copy under reports/history/; return the main path."""
-    document = results_document(
+    run = run_results(
         inventory_path=inventory_path, deployment=deployment, started=started, duration_s=duration_s, mode=mode,
         markexpr=markexpr, exitstatus=exitstatus, results=results, inventory_snapshot=inventory_snapshot)
-    return write_document(reports_dir, document, started)
+    return write_document(reports_dir, run, started)
 
 
-def write_document(reports_dir: Path, document: dict, started: dt.datetime) -> Path:
-    """Write an already-built results document as results.json and into history/ (each atomically, never through
-    a link: llmval.report.files); return the main path. ReportsNotWritable when the folder cannot take them."""
+def write_document(reports_dir: Path, document: RunResults | dict, started: dt.datetime) -> Path:
+    """Write typed results (or an already-built document) as results.json and into history/ (each atomically,
+    never through a link: llmval.report.files); return the main path. ReportsNotWritable when the folder cannot
+    take them."""
     from .files import check_reports_dir, write_bytes
 
+    if isinstance(document, RunResults):
+        document = document_of(document)
     check_reports_dir(reports_dir, (HISTORY_DIR,))
     data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     history = reports_dir / HISTORY_DIR

@@ -81,8 +81,15 @@ def scope_of(selection: Selection) -> RunScope:
     return RunScope(SCOPES[selection.markexpr])
 
 
+def recorded_scope(name: str, selection: str, markexpr: str) -> RunScope:
+    """The scope a run recorded (`scope`, `selection`); one recorded before scopes were is judged by its `-m`."""
+    if name:
+        return RunScope(name, selection)
+    return scope_of(Selection(markexpr=markexpr))
+
+
 def scope_of_document(document: dict) -> RunScope:
     """The scope of a results document; one written before scopes were recorded is judged by its `-m`."""
-    if isinstance(name := document.get("scope"), str) and name:
-        return RunScope(name, str(document.get("selection") or ""))
-    return scope_of(Selection(markexpr=str(document.get("markexpr") or "")))
+    name = document.get("scope")
+    return recorded_scope(name if isinstance(name, str) else "", str(document.get("selection") or ""),
+                          str(document.get("markexpr") or ""))

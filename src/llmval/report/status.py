@@ -5,6 +5,10 @@ It has the shape of the seeds' hand-written status message — Goal, Constraints
 Relevant files — plus "Changed since last run". Every fact comes from this run's evidence; what comes
 only from the inventory is marked *declared*. `build_status` makes the structure; `render_markdown` and
 `llmval.report.html` render it.
+
+It reads the typed results (`llmval.report.results.RunResults`): a verdict's `cause`, `error`, `paths`, a test's
+`outcome`, `skip_reason`, `xfail_reason` and `crash`; it classifies nothing by the text of a message. Verdict text
+is already redacted (llmval.core.verdict); text declared in the inventory is redacted here, once, as it is shown.
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ import dataclasses
 import re
 from collections import defaultdict
 from fnmatch import fnmatchcase
-from pathlib import PurePosixPath
 
+from ..core.contract import redact
 from ..core.verdict import Cause, Verdict
 from ..inventory import Inventory
 from .blockers import HOLDS, LIFTED
@@ -22,13 +26,10 @@ from .diff import Change, diff_runs
 from .escape import md_code, md_text
 from .exitcodes import ExitCode
 from .results import BlockerRecord, RunResults, TestResult, parse_results
-from .scope import scope_of_document
 
 # States an item can carry; renderers turn them into badges.
 OK, FAIL, ERROR, XFAIL, LIFT, UNCHECKED, DECLARED, INFO = (
     "ok", "fail", "error", "xfail", "lifted", "unchecked", "declared", "info")
-# A path on a host in evidence text: absolute, ./relative or ~/; not the path part of a URL.
-PATH_RE = re.compile(r"(?<![\w:/.\-])(?P<path>(?:~|\.{1,2})?/[\w.@%+=*-]+(?:/[\w.@%+=*-]+)+/?)")
 PARAM_RE = re.compile(r"\[(?P<id>[^\]]+)\]$")
 MAX_DONE_SUBJECTS = 4
 OUTCOME_WORDS = {"failed": "failed (broken contract)", "error": "could not check", "xfailed": "xfailed (known blocker)"}
@@ -86,7 +87,13 @@ class StatusDocument:
 
 
 esc = md_text
-"""Text from evidence or the inventory as Markdown that shows it literally (`***` stays `***`; llmval.report.escape)."""
+"""Text from the typed results as Markdown that shows it literally (`***` stays `***`; llmval.report.escape)."""
+
+
+def declared(text: str) -> str:
+    """Text the inventory declares, redacted (its one pass: verdict text was redacted when it was made) and shown
+    literally."""
+    return md_text(redact(text))
 
 
 def _platforms(inventory: Inventory) -> dict[str, str]:
@@ -119,7 +126,7 @@ def _first_line(text: str) -> str:
 
 def _header(results: RunResults, warnings: list[str], notes: list[str]) -> tuple[str, list[str]]:
     verdict = "GREEN" if results.exitstatus == 0 else "RED"
-    run_scope = scope_of_document(results.model_dump(include={"scope", "selection", "markexpr"}))
+    run_scope = results.run_scope
     scope = esc(run_scope.describe())
     tally = ", ".join(f"{n} {OUTCOME_WORDS.get(k, k)}" for k, n in sorted(results.counts.items())) or "no tests ran"
     exit_word = ""
@@ -137,7 +144,7 @@ def _header(results: RunResults, warnings: list[str], notes: list[str]) -> tuple
            if run_scope.is_partial else "."),
     ]
     summary += [esc(n) for n in notes]
-    summary += [f"**Warning:** {esc(w)}" for w in warnings]
+    summary += [f"**Warning:** {declared(w)}" for w in warnings]
     summary.append("Facts below come from this run's evidence; items marked *declared* come from the inventory only.")
     return verdict, summary
 
@@ -215,14 +222,13 @@ def by_test(failures: list[Failure]) -> list[tuple[str, list[str]]]:
 
 
 def _unjudged_verdict(test: TestResult) -> Verdict:
-    """A failure no verdict explains (a plain assert, an unexpected exception): its first message line."""
-    message = test.message
-    e_line = next((line[1:].strip() for line in message.splitlines() if line.startswith("E ")), "")
+    """A failure no verdict explains (a plain assert, an unexpected exception): pytest's crash line; could not
+    check when pytest reported an error (setup or teardown), else broken."""
     param = PARAM_RE.search(test.nodeid)
-    cause = Cause.COULD_NOT_CHECK if test.outcome == "error" or "could not check" in message else Cause.BROKEN
+    cause = Cause.COULD_NOT_CHECK if test.outcome == "error" else Cause.BROKEN
     return Verdict(target=param.group("id") if param else "", check=test.nodeid.split("::")[-1].split("[")[0],
-                   observed=_clip(e_line or _first_line(message).removeprefix("could not check "), 300),
-                   cause=cause, error="error" if cause == Cause.COULD_NOT_CHECK else "")
+                   observed=_clip(test.crash, 300), cause=cause,
+                   error="error" if cause == Cause.COULD_NOT_CHECK else "")
 
 
 def root_causes(results: RunResults) -> list[Failure]:
@@ -359,7 +365,7 @@ def _blocked(results: RunResults, inventory: Inventory) -> Section:
         lifted = [b for _, b in seen if b.state == LIFTED]
         holds = [b for _, b in seen if b.state == HOLDS]
         head = (f"**{esc(blocker.id)}**" + (f" ({esc(blocker.platform)})" if blocker.platform else "")
-                + f": {esc(blocker.reason)}")
+                + f": {declared(blocker.reason)}")
         detail = []
         if lifted:
             state = LIFT
@@ -374,7 +380,7 @@ def _blocked(results: RunResults, inventory: Inventory) -> Section:
             state = UNCHECKED
             detail.append(f"not checked this run (no test stated {md_code(blocker.check)})")
         if blocker.workaround:
-            detail.append(f"workaround: {esc(blocker.workaround)}")
+            detail.append(f"workaround: {declared(blocker.workaround)}")
         section.items.append(Item(head, state, detail))
     if not section.items:
         section.items.append(Item("no known blockers declared", INFO))
@@ -387,7 +393,7 @@ def _expected_failures(results: RunResults) -> Section | None:
     for test in results.tests:
         if test.outcome != "xfailed" or test.blockers:
             continue
-        reason = _first_line(test.message).removeprefix("xfail: ") or "(no reason)"
+        reason = test.xfail_reason or "(no reason)"
         item = items.setdefault(reason, Item(esc(_clip(reason, 200)), XFAIL))
         verdict = test.failing
         observed = f": observed {esc(verdict.observed)}" if verdict else ""
@@ -404,7 +410,7 @@ def _skipped(results: RunResults) -> Section | None:
     reasons: dict[str, int] = defaultdict(int)
     for test in results.tests:
         if test.outcome == "skipped":
-            reasons[_first_line(test.message).removeprefix("Skipped: ")[:160] or "(no reason)"] += 1
+            reasons[_first_line(test.skip_reason)[:160] or "(no reason)"] += 1
     if not reasons:
         return None
     items = [Item(f"{n}× {esc(reason)}", UNCHECKED) for reason, n in sorted(reasons.items())]
@@ -452,18 +458,18 @@ def _decisions(results: RunResults, inventory: Inventory) -> tuple[Section, list
             detail.append("no guarding check declared")
         if lifted_for.get(decision.id):
             detail.append(f"REVISIT: blocker(s) {esc(', '.join(lifted_for[decision.id]))} lifted")
-            next_steps.append(Item(f"Revisit decision **{esc(decision.id)}** ({esc(decision.decision)}): blocker(s) "
-                                   f"{esc(', '.join(lifted_for[decision.id]))} no longer hold", LIFT))
+            next_steps.append(Item(f"Revisit decision **{esc(decision.id)}** ({declared(decision.decision)}): "
+                                   f"blocker(s) {esc(', '.join(lifted_for[decision.id]))} no longer hold", LIFT))
         state = (LIFT if lifted_for.get(decision.id) else FAIL if FAIL in states else
                  OK if {OK, XFAIL} & set(states) else UNCHECKED)
         if state == FAIL:
             next_steps.append(Item(f"Decision **{esc(decision.id)}** is no longer in force: a guarding check fails",
                                    FAIL))
-        detail.insert(0, f"why: {esc(decision.rationale)}")
+        detail.insert(0, f"why: {declared(decision.rationale)}")
         if decision.revisit_when:
-            detail.append(f"revisit when: {esc(decision.revisit_when)}")
+            detail.append(f"revisit when: {declared(decision.revisit_when)}")
         scope = f" ({esc(decision.platform)})" if decision.platform else ""
-        section.items.append(Item(f"**{esc(decision.id)}**{scope}: {esc(decision.decision)}", state, detail))
+        section.items.append(Item(f"**{esc(decision.id)}**{scope}: {declared(decision.decision)}", state, detail))
     if not section.items:
         section.items.append(Item("no decisions declared in the inventory", INFO))
     return section, next_steps
@@ -481,7 +487,7 @@ def _next_steps(roots: list[Failure], inventory: Inventory, from_decisions: list
             text += f" (then {len(root.dependents)} dependent check{'s' if len(root.dependents) > 1 else ''} can run)"
         section.items.append(Item(text + (f": {esc(v.hint)}" if v.hint else ""), root.state))
     section.items += [i for i in from_decisions if i.state == FAIL]
-    section.items += [Item(esc(step), DECLARED) for step in inventory.deployment.next_steps]
+    section.items += [Item(declared(step), DECLARED) for step in inventory.deployment.next_steps]
     if not section.items:
         section.items.append(Item("nothing: every check holds", OK))
     return section
@@ -510,25 +516,20 @@ def _context(results: RunResults, inventory: Inventory) -> Section:
         if perf.quoted_tok_s is not None:
             section.items.append(Item(f"{esc(perf.endpoint)}: owners quote {perf.quoted_tok_s:g} tok/s at C=1",
                                       DECLARED))
-    section.items += [Item(esc(fact), DECLARED) for fact in inventory.deployment.critical_context]
+    section.items += [Item(declared(fact), DECLARED) for fact in inventory.deployment.critical_context]
     if not section.tables and not section.items:
         section.items.append(Item("no measured values in this run", INFO))
     return section
 
 
 def evidence_paths(results: RunResults | dict) -> dict[str, dict[str, set[str]]]:
-    """target → path → checks: paths quoted in the expected/observed/evidence text of this run's verdicts."""
+    """host → path → checks: the files this run's verdicts say their host facts read (`Verdict.paths`)."""
     results = parse_results(results)
     found: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    sources = [(v.target, v.check, " ".join((v.expected, v.observed, v.evidence))) for _, v in _records(results)]
     for test in results.tests:
-        if test.outcome in {"failed", "error"} and (param := PARAM_RE.search(test.nodeid)):
-            sources.append((param.group("id"), test.nodeid.split("::")[-1].split("[")[0], test.message))
-    for subject, check, text in sources:
-        for match in PATH_RE.finditer(text):
-            path = match.group("path").rstrip("/.,")
-            if len(PurePosixPath(path).parts) >= 2:
-                found[subject][path].add(check)
+        for verdict in test.verdicts:
+            for read in verdict.paths:
+                found[read.host][read.path].add(verdict.check)
     return found
 
 
@@ -539,18 +540,17 @@ def _files(results: RunResults, inventory: Inventory) -> Section:
     for host in inventory.hosts:
         detail = [f"{md_code(path)} — checked by {', '.join(sorted(checks))}"
                   for path, checks in sorted(checked.get(host.name, {}).items())]
-        declared = [m.path for m in host.model_files] + inventory.deployment.relevant_files.get(host.name, [])
-        detail += [f"{md_code(path)} — *declared*" for path in declared if path not in checked.get(host.name, {})]
+        named = [m.path for m in host.model_files] + inventory.deployment.relevant_files.get(host.name, [])
+        detail += [f"{md_code(redact(path))} — *declared*" for path in named if path not in checked.get(host.name, {})]
         if detail:
             section.items.append(Item(f"**{esc(host.name)}** ({esc(host.platform)})", INFO, detail))
     for subject in sorted(set(checked) - hosts):
-        if subject in {e.name for e in inventory.endpoints}:
-            continue  # an endpoint's URL paths are not files
         detail = [f"{md_code(p)} — checked by {', '.join(sorted(c))}" for p, c in sorted(checked[subject].items())]
         section.items.append(Item(f"**{esc(subject)}**", INFO, detail))
     for name, paths in inventory.deployment.relevant_files.items():
         if name not in hosts:
-            section.items.append(Item(f"**{esc(name)}**", DECLARED, [f"{md_code(p)} — *declared*" for p in paths]))
+            section.items.append(Item(f"**{esc(name)}**", DECLARED,
+                                      [f"{md_code(redact(p))} — *declared*" for p in paths]))
     if not section.items:
         section.items.append(Item("no file paths in this run's evidence or the inventory", INFO))
     return section
@@ -597,8 +597,8 @@ def build_status(results: RunResults | dict, inventory: Inventory, *, previous: 
     progress += [s for s in (_expected_failures(results), _skipped(results), _not_judged(results))
                  if s is not None]
     sections = [
-        Section("Goal", [Item(esc(deployment.goal or "(no goal declared in [deployment])"), DECLARED)]),
-        Section("Constraints & Preferences", [Item(esc(c), DECLARED) for c in deployment.constraints]
+        Section("Goal", [Item(declared(deployment.goal or "(no goal declared in [deployment])"), DECLARED)]),
+        Section("Constraints & Preferences", [Item(declared(c), DECLARED) for c in deployment.constraints]
                 or [Item("(none declared)", INFO)]),
         Section("Progress", note=""),
         *progress,
@@ -606,7 +606,7 @@ def build_status(results: RunResults | dict, inventory: Inventory, *, previous: 
         _next_steps(roots, inventory, decision_steps),
         _context(results, inventory),
         _files(results, inventory),
-        _changes(diff_runs(previous, results.model_dump(mode="json")) if previous is not None else None,
+        _changes(diff_runs(previous, results) if previous is not None else None,
                  previous_name),
     ]
     if results.deployment and results.deployment != deployment.name:
