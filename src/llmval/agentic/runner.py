@@ -101,7 +101,7 @@ class AgenticRunner(GridCells[AgenticCell, AgenticResult]):
                                  is_stream=cell.mode == "stream"))
 
     def document(self) -> dict:
-        """The grid JSON (shaped for `needle.report`): spec, every measured cell, summary, gates (when complete)."""
+        """The grid JSON (shaped for `llmval.grid.report`): spec, every measured cell, summary, gates if complete."""
         measured = [self.results[c.id] for c in self.cells if c.id in self.results]
         ok = [r for r in measured if r.error is None]
         complete = len(ok) == len(self.cells)
