@@ -242,6 +242,15 @@ class _Conn(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def abandon(self) -> None:
+        """The request's waiter is gone (its task was cancelled, e.g. a load stopped mid-stream): drop the
+        response and close the connection. The pending future is cancelled first, so the close cannot set an
+        exception on it that nobody retrieves (asyncio would print "Future exception was never retrieved")."""
+        if self._done is not None and not self._done.done():
+            self._done.cancel()
+        self._keep_alive = False
+        self.close()
+
 
 class WireClient:
     """Streamed completions over keep-alive connections to one server (`base_url`), timed as vLLM times them."""
@@ -316,6 +325,10 @@ class WireClient:
             done = conn.begin(request, timing)
             try:
                 await self._wait(conn, done)
+            except asyncio.CancelledError:
+                conn.abandon()  # cut by the caller: the future this task waited on must not outlive it
+                self._all.discard(conn)
+                raise
             except WireError as error:
                 self._all.discard(conn)
                 if reused and conn.received == 0:
