@@ -87,3 +87,17 @@ def test_c256_ttft_p99_is_made_by_the_suites_first_wave_in_its_suite_first_round
                 slow[tool, n] = (sum(t > 1 for t in first), sum(t > 1 for t in ttfts), max(first))
     assert [slow["suite", n][:2] for n in range(4)] == [(0, 0), (58, 58), (0, 0), (42, 42)]
     assert all(slow["vllm", n][0] == 0 and slow["vllm", n][2] < 0.75 for n in range(4))
+
+
+def test_the_suites_slow_first_wave_requests_were_the_last_sent_and_decoded_in_a_smaller_batch():
+    with tarfile.open(DATA / "raw-and-versions.tgz") as tar:
+        member = tar.extractfile("llmval-bench/side-by-side/raw/suite-c256-round1.json")
+        assert member is not None
+        raw = json.load(member)
+    by_send = sorted(range(len(raw["ttfts"])), key=lambda i: raw["start_times"][i])[:256]
+    assert raw["start_times"][by_send[-1]] - raw["start_times"][by_send[0]] < 0.006  # the burst took < 6 ms
+    positions = [k for k, i in enumerate(by_send) if raw["ttfts"][i] > 1]
+    assert len(positions) == 58 and min(positions) >= 140
+    slow = [raw["tpots"][i] for i in by_send if raw["ttfts"][i] > 1]
+    rest = [raw["tpots"][i] for i in range(len(raw["ttfts"])) if raw["ttfts"][i] <= 1]
+    assert statistics.median(slow) < 0.3 * statistics.median(rest)
