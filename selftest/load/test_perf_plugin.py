@@ -103,5 +103,5 @@ def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(p
                       "--perf-allow-busy-host",  # the gate is out of reach on any host: judge it on a busy one too
                       timeout=900)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*local-vllm*perf.decode.tok_s_c1*", "*expected: >= 100000 tok/s*",
-                                 "*observed: * tok/s*"])
+    result.stdout.fnmatch_lines(["*local-vllm*perf.decode.tok_s_c1*",
+                                 "*expected: >= * tok/s (100000 x * for this machine)*", "*observed: * tok/s*"])

@@ -110,11 +110,11 @@ class Gates:
         """`name`'s gate in force, said with its declared value where it was scaled: `>= 12.4 tok/s (20 x 0.62)`."""
         value, declared = getattr(self.spec, name), getattr(self.declared, name)
         op = ">=" if name in SCALED_UP or name.endswith("_min") else "<="
-        text = f"{op} {value:.{digits}g} {unit}".rstrip()
+        text = f"{op} {_plain(value, digits)} {unit}".rstrip()
         if self.is_relative and name in SCALED_UP:
-            text += f" ({declared:g} x {self.factor:.3f} for this machine)"
+            text += f" ({_plain(declared, 6)} x {self.factor:.3f} for this machine)"
         elif self.is_relative and name in SCALED_DOWN:
-            text += f" ({declared:g} / {self.factor:.3f} for this machine)"
+            text += f" ({_plain(declared, 6)} / {self.factor:.3f} for this machine)"
         return text
 
     def as_json(self) -> dict:
@@ -196,3 +196,10 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _plain(value: float, digits: int) -> str:
+    """`value` to `digits` significant digits, never in exponent form (a gate reads `>= 73200`, not `>= 7.32e+04`)."""
+    text = f"{value:.{digits}g}"
+    return f"{float(text):.0f}" if "e" in text else text
+
