@@ -22,21 +22,10 @@ TTFT_MS=${TTFT_MS:-200}                        # SLOs for the goodput share (a 1
 TPOT_MS=${TPOT_MS:-20}
 MAX_CONTEXT=${MAX_CONTEXT:-8000}               # serve.sh's --max-model-len 8192, less the answer and a margin
 BUDGET_S=${BUDGET_S:-280}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD/src:/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 PYTHONUNBUFFERED=1
-PY=$(command -v python3)
-W=/tmp/llmval-agentic; rm -rf "$W"; mkdir -p "$W"
-t0=$(date +%s)
-{
-  echo "date $(date -u +%FT%TZ)"; echo "nproc $(nproc)"; uptime; git rev-parse HEAD 2>/dev/null
-  "$PY" -c "import vllm, llmval, sys; print('vllm', vllm.__version__, 'llmval', llmval.__file__, 'python', sys.version)"
-  nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,utilization.gpu --format=csv
-  curl -s "$BASE/version"; echo; curl -s "$BASE/v1/models"; echo
-  pgrep -af "vllm|api_server" | cut -c1-300
-  echo "profile: sessions $SESSIONS turns $TURNS concurrency $CONCURRENCY output_len $OUTPUT_LEN SLO TTFT<=$TTFT_MS ms TPOT<=$TPOT_MS ms max_context $MAX_CONTEXT"
-} > "$W/env.txt" 2>&1
-if ! curl -sf "$BASE/v1/models" > /dev/null; then
-  echo "no engine serving at $BASE (start it with: bash scripts/gpu/serve.sh healthy)" | tee -a "$W/env.txt"
+W=/tmp/llmval-agentic
+source "$(dirname "$0")/bench_common.sh"
+bench_env "profile: sessions $SESSIONS turns $TURNS concurrency $CONCURRENCY output_len $OUTPUT_LEN SLO TTFT<=$TTFT_MS ms TPOT<=$TPOT_MS ms max_context $MAX_CONTEXT"
+if ! engine_serving; then
   cp "$W/env.txt" "$OUT/"; exit 3
 fi
 curl -s "$BASE/metrics" > "$W/metrics-before.txt"

@@ -18,20 +18,10 @@ TOKENIZER=${TOKENIZER:-/tmp/model}
 BUDGET_S=${BUDGET_S:-310}                      # the side-by-side's budget (its timeout is 25 s more)
 CONCURRENCY=${CONCURRENCY:-1 16 64 256}
 STEPS=${STEPS:-side-by-side ceiling pacing}   # re-measuring the side by side alone: STEPS=side-by-side
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD/src:/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 PYTHONUNBUFFERED=1
-PY=$(command -v python3)
-W=/tmp/llmval-bench; rm -rf "$W"; mkdir -p "$W"
-t0=$(date +%s)
-{
-  echo "date $(date -u +%FT%TZ)"; echo "nproc $(nproc)"; uptime; git rev-parse HEAD 2>/dev/null
-  "$PY" -c "import vllm, llmval, sys; print('vllm', vllm.__version__, 'llmval', llmval.__file__, 'python', sys.version)"
-  nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,utilization.gpu --format=csv
-  curl -s "$BASE/version"; echo; curl -s "$BASE/v1/models"; echo
-  pgrep -af "vllm|api_server" | cut -c1-300
-} > "$W/env.txt" 2>&1
-if ! curl -sf "$BASE/v1/models" > /dev/null; then
-  echo "no engine serving at $BASE (start it with gpu-kit dev_serve.sh)" | tee -a "$W/env.txt"
+W=/tmp/llmval-bench
+source "$(dirname "$0")/bench_common.sh"
+bench_env
+if ! engine_serving; then
   tar czf "$OUT/bench-side-by-side.tgz" -C /tmp llmval-bench; exit 3
 fi
 # shellcheck disable=SC2086

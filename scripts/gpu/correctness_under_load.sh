@@ -23,22 +23,11 @@ NIAH_DEPTHS=${NIAH_DEPTHS:-0 0.25 0.5 0.75 1}
 TOOL_CATEGORIES=${TOOL_CATEGORIES:-flat nested enum bigint parallel}
 TOOL_CASES=${TOOL_CASES:-2}
 BUDGET_S=${BUDGET_S:-330}
-mkdir -p "$OUT"
-export PYTHONPATH=$PWD/src:/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 PYTHONUNBUFFERED=1
-PY=$(command -v python3)
-W=/tmp/llmval-correctness; rm -rf "$W"; mkdir -p "$W"
-t0=$(date +%s)
-{
-  echo "date $(date -u +%FT%TZ)"; echo "nproc $(nproc)"; uptime; git rev-parse HEAD 2>/dev/null
-  "$PY" -c "import vllm, llmval, sys; print('vllm', vllm.__version__, 'llmval', llmval.__file__, 'python', sys.version)"
-  nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,utilization.gpu --format=csv
-  curl -s "$BASE/version"; echo; curl -s "$BASE/v1/models"; echo
-  pgrep -af "vllm|api_server" | cut -c1-300
-  echo "probes: niah $NIAH_LENGTHS x depths $NIAH_DEPTHS; tools $TOOL_CATEGORIES x $TOOL_CASES strict/required;" \
-       "load: C in $CONCURRENCY, in $INPUT_LEN out $OUTPUT_LEN"
-} > "$W/env.txt" 2>&1
-if ! curl -sf "$BASE/v1/models" > /dev/null; then
-  echo "no engine serving at $BASE (start it with: bash scripts/gpu/serve.sh healthy)" | tee -a "$W/env.txt"
+W=/tmp/llmval-correctness
+source "$(dirname "$0")/bench_common.sh"
+bench_env "probes: niah $NIAH_LENGTHS x depths $NIAH_DEPTHS; tools $TOOL_CATEGORIES x $TOOL_CASES strict/required; \
+load: C in $CONCURRENCY, in $INPUT_LEN out $OUTPUT_LEN"
+if ! engine_serving; then
   cp "$W/env.txt" "$OUT/"; exit 3
 fi
 curl -s "$BASE/metrics" > "$W/metrics-before.txt"
