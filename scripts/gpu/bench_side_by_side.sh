@@ -18,18 +18,39 @@ TOKENIZER=${TOKENIZER:-/tmp/model}
 BUDGET_S=${BUDGET_S:-310}                      # the side-by-side's budget (its timeout is 25 s more)
 CONCURRENCY=${CONCURRENCY:-1 16 64 256}
 STEPS=${STEPS:-side-by-side ceiling pacing}   # re-measuring the side by side alone: STEPS=side-by-side
-W=/tmp/llmval-bench
+# the side by side's shape (defaults: as measured at 16:13 UTC on 2026-12-01); RATES: auto, none or "30,59"
+RATES=${RATES:-auto} RUN_SECONDS=${RUN_SECONDS:-0} RATE_SECONDS=${RATE_SECONDS:-4}
+MIN_ROUNDS=${MIN_ROUNDS:-2} MAX_ROUNDS=${MAX_ROUNDS:-6}
+# CLIENT_CPUS=8-15: both clients (and the calibration source) on those CPUs (taskset), apart from ENGINE_CPUS
+PIN=(); [ -n "${CLIENT_CPUS:-}" ] && PIN=(taskset -c "$CLIENT_CPUS")
+# STEPS=source: the same side by side against the calibration source (truth known), each point with the engine's
+# timing there as the side-by-side summaries in SOURCE_LIKE measured it (default: this call's own summary)
+SOURCE_LIKE=${SOURCE_LIKE:-}
+W=/tmp/llmval-bench${TAG:+-$TAG}               # TAG: keep each call's work folder (a later source step reads it)
 source "$(dirname "$0")/bench_common.sh"
 bench_env
-if ! engine_serving; then
-  tar czf "$OUT/bench-side-by-side.tgz" -C /tmp llmval-bench; exit 3
+echo "steps $STEPS; concurrency $CONCURRENCY; rates $RATES; run-seconds $RUN_SECONDS; rate-seconds $RATE_SECONDS;" \
+  "rounds $MIN_ROUNDS..$MAX_ROUNDS; budget $BUDGET_S s; engine CPUs ${ENGINE_CPUS:-any}; client CPUs" \
+  "${CLIENT_CPUS:-any}; source like ${SOURCE_LIKE:-this call}" >> "$W/env.txt"
+if [[ " $STEPS " == *" side-by-side "* ]] && ! engine_serving; then
+  tar czf "$OUT/bench-side-by-side.tgz" -C /tmp "${W#/tmp/}"; exit 3
 fi
-# shellcheck disable=SC2086
-timeout $(( BUDGET_S + 25 )) "$PY" -m llmval bench --side-by-side --base-url "$BASE" --model "$MODEL" \
-  --tokenizer "$TOKENIZER" --engine-python "$PY" --concurrency $CONCURRENCY --input-len 128 --output-len 128 \
-  --budget-s "$BUDGET_S" \
-  --lock "$W/engine.lock" --out "$W/side-by-side" > "$W/side-by-side.log" 2>&1
-echo "side-by-side rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
+shape=(--input-len 128 --output-len 128 --rates "$RATES" --run-seconds "$RUN_SECONDS" --rate-seconds "$RATE_SECONDS"
+       --min-rounds "$MIN_ROUNDS" --max-rounds "$MAX_ROUNDS" --budget-s "$BUDGET_S" --tokenizer "$TOKENIZER"
+       --engine-python "$PY" --lock "$W/engine.lock")
+if [[ " $STEPS " == *" side-by-side "* ]]; then
+  # shellcheck disable=SC2086
+  timeout $(( BUDGET_S + 25 )) "${PIN[@]}" "$PY" -m llmval bench --side-by-side --base-url "$BASE" --model "$MODEL" \
+    --concurrency $CONCURRENCY "${shape[@]}" --out "$W/side-by-side" > "$W/side-by-side.log" 2>&1
+  echo "side-by-side rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
+fi
+if [[ " $STEPS " == *" source "* ]]; then
+  # shellcheck disable=SC2086
+  timeout $(( BUDGET_S + 25 )) "${PIN[@]}" "$PY" -m llmval bench --side-by-side --calibration-source \
+    --source-like ${SOURCE_LIKE:-$W/side-by-side/summary.json} --concurrency $CONCURRENCY "${shape[@]}" \
+    --out "$W/source" > "$W/source.log" 2>&1
+  echo "source rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
+fi
 if [[ " $STEPS " == *" ceiling "* ]]; then
   timeout 75 "$PY" -m llmval bench --ceiling --ceiling-ladder gpu --engine-python "$PY" --tokenizer "$TOKENIZER" \
     --lock "$W/engine.lock" --out "$W/ceiling" > "$W/ceiling.log" 2>&1
@@ -42,8 +63,10 @@ if [[ " $STEPS " == *" pacing "* ]]; then
 fi
 uptime >> "$W/env.txt"; tail -c 200000 /tmp/vllm.log > "$W/vllm-engine-tail.log" 2>/dev/null
 cp "$W/side-by-side/summary.json" "$OUT/summary.json" 2>/dev/null
-cp "$W/side-by-side.log" "$W/ceiling.log" "$W/pacing.log" "$OUT/" 2>/dev/null
+cp "$W/source/summary.json" "$OUT/source-summary.json" 2>/dev/null
+cp "$W/side-by-side.log" "$W/source.log" "$W/ceiling.log" "$W/pacing.log" "$OUT/" 2>/dev/null
 # at most 8 files of 16 MiB come back: the tarball in 15 MiB parts (cat bench-side-by-side.tgz.part* | tar xz)
-tar czf /tmp/bench-side-by-side.tgz -C /tmp llmval-bench && split -b 15M -d -a 1 /tmp/bench-side-by-side.tgz \
+tar czf /tmp/bench-side-by-side.tgz -C /tmp "${W#/tmp/}" && split -b 15M -d -a 1 /tmp/bench-side-by-side.tgz \
   "$OUT/bench-side-by-side.tgz.part" && rm -f /tmp/bench-side-by-side.tgz
-ls -la "$OUT"; tail -25 "$W/side-by-side.log"; tail -3 "$W/ceiling.log"; tail -2 "$W/pacing.log"
+ls -la "$OUT"
+for f in side-by-side source ceiling pacing; do [ -f "$W/$f.log" ] && { echo "== $f"; tail -36 "$W/$f.log"; }; done

@@ -130,3 +130,48 @@ def test_word_prompts_are_exact_unique_and_start_with_a_word_that_stays_one_toke
 
 def test_word_prompts_say_when_they_cannot_be_exact():
     assert not _maker({"river", "stone"}).exact  # too few one-token words: the callers calibrate per prompt
+
+
+# --- against the calibration source (truth known) -----------------------------------------------------------
+
+def test_rows_against_the_source_give_each_tool_over_the_truth_per_round():
+    truth = {m: 100.0 for m in METRICS}
+    point = Point("concurrency", 16, rounds=[{"suite": _tool(101.0, truth=truth), "vllm": _tool(97.0, truth=truth)},
+                                            {"suite": _tool(99.0, truth=truth), "vllm": _tool(98.0, truth=truth)}])
+    row = _rows([point])[0]
+    assert row["truth"] == 100.0
+    assert row["suite_vs_truth"] == pytest.approx(math.sqrt(1.01 * 0.99), abs=1e-5)
+    assert row["vllm_vs_truth"] == pytest.approx(math.sqrt(0.97 * 0.98), abs=1e-5)
+    assert row["suite_max_error"] == pytest.approx(0.01) and row["vllm_max_error"] == pytest.approx(0.03)
+    assert row["vllm_vs_truth_ci95"][0] < row["vllm_vs_truth"] < row["vllm_vs_truth_ci95"][1]
+    engine_row = _rows([Point("concurrency", 16, rounds=[{"suite": _tool(1.0), "vllm": _tool(1.0)}])])[0]
+    assert "truth" not in engine_row  # an engine's rows have no truth to compare with
+
+
+def test_the_source_takes_the_engines_timing_point_by_point_from_its_summary():
+    from llmval.bench._side_by_side import engine_like_schedules
+
+    summary = {"rows": [{"concurrency": 64, "metric": "ttft_p50_ms", "suite": 139.2, "vllm": 148.8},
+                        {"concurrency": 64, "metric": "tpot_p50_ms", "suite": 3.45, "vllm": 3.97},
+                        {"concurrency": 64, "metric": "output_tok_s", "suite": 14389.0, "vllm": 12593.0},
+                        {"rate": 30.0, "metric": "ttft_p50_ms", "suite": 22.0, "vllm": 23.0},
+                        {"rate": 30.0, "metric": "tpot_p50_ms", "suite": 2.9, "vllm": 2.9},
+                        {"rate": 59.0, "metric": "ttft_p50_ms", "suite": 26.0, "vllm": 30.0}]}  # no TPOT: no schedule
+    schedules = engine_like_schedules(summary, output_len=128)
+    assert set(schedules) == {("concurrency", 64.0), ("rate", 30.0)}
+    c64 = schedules[("concurrency", 64.0)]
+    assert c64.ttft_s == pytest.approx(0.144) and c64.interval_s == pytest.approx(0.00371)
+    assert c64.tokens_per_chunk == 1 and c64.output_len == 128
+
+
+def test_longer_windows_size_later_rounds_by_the_last_rounds_rate():
+    from llmval.bench._side_by_side import parser
+
+    session = SideBySide.__new__(SideBySide)
+    session.args = parser().parse_args(["--run-seconds", "8"])
+    point = Point("concurrency", 16)
+    assert session._shape(point) == (64, 16, 16, None)  # the first round: k·C
+    point.rounds.append({t: _tool(1.0, completed=64, duration_s=1.6) for t in ("suite", "vllm")})  # 40 req/s
+    assert session._shape(point) == (320, 16, 16, None)  # 8 s at 40 req/s, whole waves of C
+    session.args = parser().parse_args([])
+    assert session._shape(point) == (64, 16, 16, None)  # --run-seconds 0: always k·C

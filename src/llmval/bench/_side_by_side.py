@@ -24,22 +24,34 @@ traffic the engine counted in the window. A time budget (`--budget-s`) bounds th
 two rounds first, then more rounds round-robin while the budget's estimate allows; `summary.json` is
 rewritten after every round, so a run cut short still leaves its rows.
 
+With `--calibration-source` the same rounds measure the calibration source (`llmval.bench._source`, several
+processes on one port) instead of an engine: each point is served with the TTFT p50 and TPOT p50 that an engine side
+by side measured there (`--source-like` its summary.json), so both tools meet the same concurrency, event rate and
+latencies with the truth known exactly (`Schedule.truth`, `Schedule.rate_truth`), and every row adds each tool's
+value over the truth. Where the engine's ratio is not shown within 2 %, this says which tool, if either, is wrong.
+`--run-seconds` lengthens the windows at the concurrencies (rounds after the first size their requests by the last
+round's rate).
+
     python -m llmval bench --side-by-side --base-url http://127.0.0.1:8000 --model smollm2 \\
         --tokenizer /tmp/model --engine-python python3 --out OUT --concurrency 1 16 64 256 --budget-s 400
+    python -m llmval bench --side-by-side --calibration-source --source-like OUT/summary.json --out OUT-source \\
+        --tokenizer /tmp/model --engine-python python3
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import math
 import os
 import platform
 import secrets
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import httpx
@@ -54,6 +66,7 @@ from ..load._prompts import WordPrompts, build_prompts
 from ..load._rate import vllm_offsets
 from ..load._runner import Workload
 from ._engine_side_by_side import MachineCpu, ratio_ci95
+from ._source import MODEL, Schedule, SourceFleet, Truth
 from ._vllm import VllmBench, VllmRun
 
 METRICS = ("output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms")
@@ -69,6 +82,8 @@ class Point:
     rounds: list[dict] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     """Wall time of each round (the budget's estimate)."""
+    schedule: Schedule | None = None
+    """Against the calibration source: the schedule it serves at this point (the engine's timing there)."""
 
     @property
     def label(self) -> str:
@@ -129,11 +144,31 @@ def _metrics_of(result: dict) -> dict[str, float]:
     return {m: float(result[_VLLM_KEYS[m]]) for m in METRICS}
 
 
+def truth_metrics(truth: Truth) -> dict[str, float]:
+    """The four compared metrics as a perfect client measures them (every request alike: p99 TTFT = TTFT)."""
+    return {"output_tok_s": truth.output_throughput, "ttft_p50_ms": truth.ttft_ms, "ttft_p99_ms": truth.ttft_ms,
+            "tpot_p50_ms": truth.tpot_ms}
+
+
+def engine_like_schedules(summary: dict, output_len: int) -> dict[tuple[str, float], Schedule]:
+    """Per point of an engine side by side (`summary.json`): a source schedule with the engine's timing there
+    (TTFT = the two tools' mean TTFT p50, one token per chunk every mean TPOT p50), so each tool meets the same
+    concurrency, event rate and latencies as on the engine, with the truth known."""
+    by_point: dict[tuple[str, float], dict[str, float]] = {}
+    for row in summary.get("rows", []):
+        kind = "concurrency" if "concurrency" in row else "rate"
+        by_point.setdefault((kind, float(row[kind])), {})[row["metric"]] = (row["suite"] + row["vllm"]) / 2
+    return {point: Schedule(ttft_s=m["ttft_p50_ms"] / 1000, interval_s=m["tpot_p50_ms"] / 1000, output_len=output_len)
+            for point, m in by_point.items() if m.get("ttft_p50_ms") and m.get("tpot_p50_ms")}
+
+
 class SideBySide:
     """One session: the vLLM bench worker, the prompt maker, the engine's processes, the points measured."""
 
-    def __init__(self, args: argparse.Namespace):
+    def __init__(self, args: argparse.Namespace, fleet: SourceFleet | None = None):
         self.args = args
+        self.fleet = fleet
+        """The calibration source every run measures instead of an engine (None: the engine at --base-url)."""
         self.out: Path = args.out
         self.raw = self.out / "raw"
         self.raw.mkdir(parents=True, exist_ok=True)
@@ -144,6 +179,8 @@ class SideBySide:
         self.prompts, self.engine_info = asyncio.run(self._prepare())
         self.points: list[Point] = []
         self.notes: list[str] = []
+        self.schedules: dict[tuple[str, float], Schedule] = {}
+        """Against the calibration source: the schedule of each (kind, value) point (`engine_like_schedules`)."""
 
     def close(self) -> None:
         self.bench.close()
@@ -185,6 +222,10 @@ class SideBySide:
         if point.kind == "concurrency":
             c = int(point.value)
             n = args.c1_requests if c == 1 else args.requests_per_concurrency * c
+            if args.run_seconds and point.rounds:  # long enough windows: requests for run_seconds at the last rate
+                last = point.rounds[-1]
+                per_s = statistics.fmean(last[t]["completed"] / last[t]["duration_s"] for t in ("suite", "vllm"))
+                n = max(n, c * math.ceil(args.run_seconds * per_s / c))
             return n, (args.warmups if c == 1 else c), c, None
         n = max(args.rate_min_requests, round(point.value * args.rate_seconds))
         return n, args.rate_warmups, args.rate_cap, point.value
@@ -196,6 +237,8 @@ class SideBySide:
         nonce = f"{tool[0]}{seed:x}"
         texts = asyncio.run(self._prompt_texts(nonce, n + warmups))
         before = asyncio.run(self._counters())
+        if self.fleet is not None:  # the point's schedule, and the source's lateness counted from here
+            self.fleet.set_schedule(point.schedule or self.fleet.schedule)
         host0, cpu0, t0 = _host_sample(), self.machine.snapshot(self.bench.proc.pid), time.monotonic()
         name = f"{tool}-{point.label}-round{round_no}"
         if tool == "vllm":
@@ -237,6 +280,15 @@ class SideBySide:
         host1 = _host_sample()
         busy, engine = (cpu1[0] - cpu0[0]) / os.sysconf("SC_CLK_TCK"), (cpu1[1] - cpu0[1]) / os.sysconf("SC_CLK_TCK")
         generated = window_deltas(before, after).generation_tokens
+        truth: dict = {}
+        if self.fleet is not None:
+            schedule = self.fleet.schedule
+            exact = (schedule.truth(output_len=args.output_len, concurrency=cap or n, num_requests=n) if rate is None
+                     else schedule.rate_truth(output_len=args.output_len, num_requests=n, rate=rate))
+            truth = {"truth": {m: round(v, 5) for m, v in truth_metrics(exact).items()},
+                     "source": {"schedule": {"ttft_ms": round(schedule.ttft_s * 1000, 3),
+                                             "interval_ms": round(schedule.interval_s * 1000, 3)},
+                                **self.fleet.lateness()}}
         return {
             "tool": tool, "round": round_no, **_metrics_of(result), "completed": result["completed"],
             "failed": result["failed"], "duration_s": result["duration"], "total_input_tokens":
@@ -247,7 +299,7 @@ class SideBySide:
             "engine_cpu_s": round(engine, 3), "other_cpu_cores": round(max(0.0, busy - engine - client_cpu) / wall, 3),
             "load_avg": [round(x, 2) for x in host1["load"]], "steal_share": round(_steal_share(host0, host1), 4),
             "foreign_tokens": None if generated is None else generated - own, "wall_s": round(wall, 2),
-            "raw": f"raw/{name}.json",
+            "raw": f"raw/{name}.json", **truth,
         }
 
     # --- rounds and the summary
@@ -287,11 +339,14 @@ class SideBySide:
                 if not per_round:
                     continue
                 mean, low, high = ratio_ci95(per_round)
-                rows.append({point.kind: point.value, "metric": metric, "suite": round(statistics.fmean(suite), 4),
-                             "vllm": round(statistics.fmean(vllm), 4), "ratio": round(mean, 5),
-                             "ci95": [round(low, 5), round(high, 5) if high != float("inf") else None],
-                             "rounds": len(per_round), "per_round": [round(x, 5) for x in per_round],
-                             "within_2pct": low >= 0.98 and high <= 1.02})
+                row = {point.kind: point.value, "metric": metric, "suite": round(statistics.fmean(suite), 4),
+                       "vllm": round(statistics.fmean(vllm), 4), "ratio": round(mean, 5),
+                       "ci95": [round(low, 5), round(high, 5) if high != float("inf") else None],
+                       "rounds": len(per_round), "per_round": [round(x, 5) for x in per_round],
+                       "within_2pct": low >= 0.98 and high <= 1.02}
+                if all("truth" in r["suite"] for r in rounds):
+                    row.update(_against_truth(rounds, metric))
+                rows.append(row)
         return rows
 
     def client_cpu(self) -> dict:
@@ -338,6 +393,10 @@ class SideBySide:
                          "rate_cap": args.rate_cap},
             "points": [{"kind": p.kind, "value": p.value, "round_seconds": [round(s, 1) for s in p.seconds],
                         "rounds": p.rounds} for p in self.points],
+            "calibration_source": None if self.fleet is None else {
+                "processes": self.fleet.processes,
+                "schedules": {p.label: asdict(p.schedule or self.fleet.schedule) for p in self.points},
+                "source_like": [str(p) for p in args.source_like or []]},
             "notes": self.notes,
             "elapsed_s": round(self.elapsed(), 1),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -347,6 +406,18 @@ class SideBySide:
         tmp.write_text(json.dumps(body, indent=1, default=str) + "\n", encoding="utf-8")
         os.replace(tmp, path)
         return path
+
+
+def _against_truth(rounds: list[dict], metric: str) -> dict:
+    """Each tool's measurement over the truth, per round: the geometric mean, its 95 % CI and the largest error."""
+    out: dict = {"truth": round(statistics.fmean(r["suite"]["truth"][metric] for r in rounds), 4)}
+    for tool in ("suite", "vllm"):
+        over = [r[tool][metric] / r[tool]["truth"][metric] for r in rounds if r[tool][metric] > 0]
+        mean, low, high = ratio_ci95(over)
+        out[f"{tool}_vs_truth"] = round(mean, 5)
+        out[f"{tool}_vs_truth_ci95"] = [round(low, 5), round(high, 5) if high != float("inf") else None]
+        out[f"{tool}_max_error"] = round(max(abs(x - 1) for x in over), 5)
+    return out
 
 
 def knee_rates(point: Point, fractions: tuple[float, ...] = RATE_FRACTIONS) -> list[float]:
@@ -386,6 +457,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout-s", type=float, default=600)
     p.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
     p.add_argument("--lock-timeout-s", type=float, default=900)
+    p.add_argument("--run-seconds", type=float, default=0.0,
+                   help="at a concurrency, rounds after the first send enough requests for about this many seconds "
+                        "(at the previous round's rate; 0: always the k·C of --requests-per-concurrency)")
+    p.add_argument("--calibration-source", action="store_true",
+                   help="measure the calibration source (known truth) instead of an engine: rows add each tool's "
+                        "value over the truth; the source runs here, --base-url and --model are ignored")
+    p.add_argument("--source-like", type=Path, nargs="+",
+                   help="--calibration-source: engine side by sides' summary.json files; each point is served with "
+                        "that engine's TTFT p50 and TPOT p50 there, and their rates are measured (unless --rates)")
+    p.add_argument("--source-ttft-ms", type=float, default=20.0, help="--calibration-source: TTFT of points that "
+                   "--source-like does not name (default 20)")
+    p.add_argument("--source-interval-ms", type=float, default=3.0, help="--calibration-source: chunk interval of "
+                   "points that --source-like does not name (default 3)")
+    p.add_argument("--source-processes", type=int, default=4,
+                   help="--calibration-source: source processes on one port (SO_REUSEPORT; default 4)")
     p.add_argument("--out", type=Path, default=Path("reports") / "side-by-side")
     return p
 
@@ -393,20 +479,42 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    with engine_lock(args.lock, args.lock_timeout_s):
-        session = SideBySide(args)
+    schedules: dict[tuple[str, float], Schedule] = {}
+    if args.source_like is not None:
+        if not args.calibration_source:
+            sys.exit("--source-like is for --calibration-source")
+        try:
+            for path in args.source_like:
+                schedules |= engine_like_schedules(json.loads(path.read_text(encoding="utf-8")), args.output_len)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            sys.exit(f"--source-like {path}: not an engine side by side's summary.json ({error})")
+        if args.rates == "auto":
+            args.rates = ",".join(f"{value:g}" for value in sorted(v for k, v in schedules if k == "rate")) or "none"
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(engine_lock(args.lock, args.lock_timeout_s))
+        fleet = None
+        if args.calibration_source:
+            default = Schedule(ttft_s=args.source_ttft_ms / 1000, interval_s=args.source_interval_ms / 1000,
+                               output_len=args.output_len)
+            fleet = stack.enter_context(SourceFleet(default, processes=args.source_processes))
+            args.base_url, args.model = fleet.url, MODEL
+        session = SideBySide(args, fleet)
+        session.schedules = schedules
         try:
             _run(session, args)
         finally:
             session.write_summary()
             session.close()
     rows = session.rows()
-    print(f"{'point':>12} {'metric':<13} {'suite':>10} {'vllm':>10} {'ratio':>7} {'95 % CI':>17}  rounds")
+    truth = " | suite/truth vllm/truth (largest error)" if rows and "truth" in rows[0] else ""
+    print(f"{'point':>12} {'metric':<13} {'suite':>10} {'vllm':>10} {'ratio':>7} {'95 % CI':>17}  rounds{truth}")
     for row in rows:
         where = f"C={row['concurrency']:g}" if "concurrency" in row else f"R={row['rate']:g}/s"
         hi = row["ci95"][1]
+        against = (f" | {row['suite_vs_truth']:.4f} {row['vllm_vs_truth']:.4f} "
+                   f"({row['suite_max_error']:.2%} / {row['vllm_max_error']:.2%})") if "truth" in row else ""
         print(f"{where:>12} {row['metric']:<13} {row['suite']:>10.2f} {row['vllm']:>10.2f} {row['ratio']:>7.4f} "
-              f"[{row['ci95'][0]:.4f}, {hi if hi is None else f'{hi:.4f}'}]  {row['rounds']}")
+              f"[{row['ci95'][0]:.4f}, {hi if hi is None else f'{hi:.4f}'}]  {row['rounds']}{against}")
     print(json.dumps({"summary": str(args.out / "summary.json"), "rows": len(rows),
                       "within_2pct": sum(r["within_2pct"] for r in rows), "elapsed_s": round(session.elapsed(), 1)}))
     return 0
@@ -416,7 +524,10 @@ def _run(session: SideBySide, args: argparse.Namespace) -> None:
     def fits(point: Point) -> bool:
         return session.elapsed() + session.estimate(point) <= args.budget_s
 
-    concurrency = [Point("concurrency", c) for c in args.concurrency]
+    def schedule(kind: str, value: float) -> Schedule | None:
+        return session.schedules.get((kind, float(value))) if session.fleet is not None else None
+
+    concurrency = [Point("concurrency", c, schedule=schedule("concurrency", c)) for c in args.concurrency]
     session.points.extend(concurrency)
     for point in concurrency:
         while len(point.rounds) < args.min_rounds and fits(point):
@@ -431,7 +542,7 @@ def _run(session: SideBySide, args: argparse.Namespace) -> None:
                                  f"C={top.value:g}")
     else:
         rates = [float(x) for x in args.rates.split(",") if x.strip()]
-    rate_points = [Point("rate", r) for r in rates]
+    rate_points = [Point("rate", r, schedule=schedule("rate", r)) for r in rates]
     session.points.extend(rate_points)
     for point in rate_points:
         while len(point.rounds) < args.min_rounds and fits(point):

@@ -77,6 +77,20 @@ class Schedule:
                      output_throughput=num_requests * output_len / (waves * e2el_s),
                      events_per_s=min(concurrency, num_requests) / self.interval_s)
 
+    def rate_truth(self, *, output_len: int, num_requests: int, rate: float) -> Truth:
+        """What a perfect client measures at request rate `rate`, arrivals drawn as `vllm bench serve` draws them
+        (`llmval.load._rate.vllm_offsets`: the last arrival at exactly N/R) with no cap reached: every request
+        alike, so the last to arrive ends last and the run lasts N/R + one request's latency.
+
+        >>> t = Schedule(ttft_s=0.1, interval_s=0.01, output_len=11).rate_truth(output_len=11, num_requests=10, rate=5)
+        >>> round(t.output_throughput, 3), round(t.ttft_ms, 3), round(t.tpot_ms, 3)
+        (50.0, 100.0, 10.0)
+        """
+        once = self.truth(output_len=output_len, concurrency=1, num_requests=1)
+        duration_s = num_requests / rate + once.e2el_ms / 1000
+        return replace(once, output_throughput=num_requests * output_len / duration_s,
+                       events_per_s=len(self.chunk_tokens(output_len)) * num_requests / duration_s)
+
 
 @dataclass(frozen=True)
 class Truth:

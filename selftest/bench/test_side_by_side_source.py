@@ -1,0 +1,69 @@
+"""`python -m llmval bench --side-by-side --calibration-source` end to end: the suite's generator and the real
+`vllm bench serve` (the local engine's venv) measure the calibration source, whose truth is known, at one
+concurrency and one Poisson rate; every row carries the exact truth and each tool's value over it.
+
+The tolerances are loose on purpose (a 2-core box, other self-tests beside): the test proves the wiring and the
+truth, the numbers on a quiet machine are the bench's to print."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from llmval.bench._source import Schedule
+
+from ..conftest import ENGINE_PYTHON, ROOT
+
+
+@pytest.fixture
+def vllm_python():
+    if not ENGINE_PYTHON.exists():
+        message = f"`vllm bench serve` is not set up ({ENGINE_PYTHON} missing): run scripts/setup_local_engine.sh"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return ENGINE_PYTHON
+
+
+def test_both_tools_are_judged_against_the_sources_truth(vllm_python, tmp_path):
+    like = tmp_path / "engine-summary.json"  # the timing an engine had at these points (made up for the test)
+    like.write_text(json.dumps({"rows": [
+        {"concurrency": 4, "metric": "ttft_p50_ms", "suite": 40.0, "vllm": 40.0},
+        {"concurrency": 4, "metric": "tpot_p50_ms", "suite": 8.0, "vllm": 8.0},
+        {"rate": 8.0, "metric": "ttft_p50_ms", "suite": 30.0, "vllm": 30.0},
+        {"rate": 8.0, "metric": "tpot_p50_ms", "suite": 6.0, "vllm": 6.0}]}))
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "llmval", "bench", "--side-by-side", "--calibration-source", "--source-like",
+            str(like), "--engine-python", str(vllm_python), "--tokenizer",
+            str(ROOT / ".cache/models/smollm2-135m-instruct"), "--concurrency", "4", "--requests-per-concurrency",
+            "4", "--input-len", "16", "--output-len", "24", "--rate-seconds", "2", "--rate-min-requests", "16",
+            "--rate-warmups", "2", "--min-rounds", "1", "--max-rounds", "1", "--source-processes", "2",
+            "--lock", str(tmp_path / "lock"), "--out", str(out)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    rows = {(("C", r["concurrency"]) if "concurrency" in r else ("R", r["rate"]), r["metric"]): r
+            for r in summary["rows"]}
+    assert len(rows) == 8
+    c4 = Schedule(ttft_s=0.04, interval_s=0.008, output_len=24).truth(output_len=24, concurrency=4, num_requests=16)
+    r8 = Schedule(ttft_s=0.03, interval_s=0.006, output_len=24).rate_truth(output_len=24, num_requests=16, rate=8.0)
+    assert rows[("C", 4), "output_tok_s"]["truth"] == pytest.approx(c4.output_throughput, rel=1e-4)
+    assert rows[("C", 4), "tpot_p50_ms"]["truth"] == pytest.approx(8.0)
+    assert rows[("R", 8.0), "output_tok_s"]["truth"] == pytest.approx(r8.output_throughput, rel=1e-4)
+    assert rows[("R", 8.0), "ttft_p99_ms"]["truth"] == pytest.approx(30.0)
+    for row in rows.values():
+        for tool in ("suite", "vllm"):  # every tool measured near the truth: the wiring, not the machine's noise
+            assert 0.85 < row[f"{tool}_vs_truth"] < 1.3, (row["metric"], tool, row)
+    for metric in ("output_tok_s", "tpot_p50_ms"):  # paced by the source's clock, hardly by the client's
+        for tool in ("suite", "vllm"):
+            assert rows[("C", 4), metric][f"{tool}_max_error"] < 0.05, rows[("C", 4), metric]
+    source = summary["calibration_source"]
+    assert source["schedules"]["c4"]["interval_s"] == pytest.approx(0.008) and source["processes"] == 2
+    run = summary["points"][0]["rounds"][0]["suite"]
+    assert run["source"]["events"] > 0 and run["source"]["schedule"] == {"ttft_ms": 40.0, "interval_ms": 8.0}
+    assert "suite/truth vllm/truth" in done.stdout
