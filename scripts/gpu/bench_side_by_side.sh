@@ -16,7 +16,7 @@ BASE=${BASE_URL:-http://127.0.0.1:8000}
 MODEL=${MODEL:-smollm2}
 TOKENIZER=${TOKENIZER:-/tmp/model}
 BUDGET_S=${BUDGET_S:-310}                      # the side-by-side's budget (its timeout is 25 s more)
-CONCURRENCY=${CONCURRENCY:-1 16 64 256}
+CONCURRENCY=${CONCURRENCY-1 16 64 256}           # CONCURRENCY="": the rate points only
 STEPS=${STEPS:-side-by-side ceiling pacing}   # re-measuring the side by side alone: STEPS=side-by-side
 # the side by side's shape (defaults: as measured at 16:13 UTC on 2026-12-01); RATES: auto, none or "30,59"
 RATES=${RATES:-auto} RUN_SECONDS=${RUN_SECONDS:-0} RATE_SECONDS=${RATE_SECONDS:-4}
@@ -26,12 +26,13 @@ PIN=(); [ -n "${CLIENT_CPUS:-}" ] && PIN=(taskset -c "$CLIENT_CPUS")
 # STEPS=source: the same side by side against the calibration source (truth known), each point with the engine's
 # timing there as the side-by-side summaries in SOURCE_LIKE measured it (default: this call's own summary)
 SOURCE_LIKE=${SOURCE_LIKE:-}
+SOURCE_CPUS=${SOURCE_CPUS:-${ENGINE_CPUS:-}}       # the source where the engine ran
 W=/tmp/llmval-bench${TAG:+-$TAG}               # TAG: keep each call's work folder (a later source step reads it)
 source "$(dirname "$0")/bench_common.sh"
 bench_env
 echo "steps $STEPS; concurrency $CONCURRENCY; rates $RATES; run-seconds $RUN_SECONDS; rate-seconds $RATE_SECONDS;" \
   "rounds $MIN_ROUNDS..$MAX_ROUNDS; budget $BUDGET_S s; engine CPUs ${ENGINE_CPUS:-any}; client CPUs" \
-  "${CLIENT_CPUS:-any}; source like ${SOURCE_LIKE:-this call}" >> "$W/env.txt"
+  "${CLIENT_CPUS:-any}; source CPUs ${SOURCE_CPUS:-any}; source like ${SOURCE_LIKE:-this call}" >> "$W/env.txt"
 if [[ " $STEPS " == *" side-by-side "* ]] && ! engine_serving; then
   tar czf "$OUT/bench-side-by-side.tgz" -C /tmp "${W#/tmp/}"; exit 3
 fi
@@ -47,7 +48,8 @@ fi
 if [[ " $STEPS " == *" source "* ]]; then
   # shellcheck disable=SC2086
   timeout $(( BUDGET_S + 25 )) "${PIN[@]}" "$PY" -m llmval bench --side-by-side --calibration-source \
-    --source-like ${SOURCE_LIKE:-$W/side-by-side/summary.json} --concurrency $CONCURRENCY "${shape[@]}" \
+    --source-like ${SOURCE_LIKE:-$W/side-by-side/summary.json} ${SOURCE_CPUS:+--source-cpus "$SOURCE_CPUS"} \
+    --concurrency $CONCURRENCY "${shape[@]}" \
     --out "$W/source" > "$W/source.log" 2>&1
   echo "source rc=$? at $(( $(date +%s) - t0 )) s" | tee -a "$W/env.txt"
 fi

@@ -394,7 +394,7 @@ class SideBySide:
             "points": [{"kind": p.kind, "value": p.value, "round_seconds": [round(s, 1) for s in p.seconds],
                         "rounds": p.rounds} for p in self.points],
             "calibration_source": None if self.fleet is None else {
-                "processes": self.fleet.processes,
+                "processes": self.fleet.processes, "cpus": sorted(self.fleet.cpus or []) or "any",
                 "schedules": {p.label: asdict(p.schedule or self.fleet.schedule) for p in self.points},
                 "source_like": [str(p) for p in args.source_like or []]},
             "notes": self.notes,
@@ -472,8 +472,27 @@ def parser() -> argparse.ArgumentParser:
                    "points that --source-like does not name (default 3)")
     p.add_argument("--source-processes", type=int, default=4,
                    help="--calibration-source: source processes on one port (SO_REUSEPORT; default 4)")
+    p.add_argument("--source-cpus", type=_cpu_list,
+                   help="--calibration-source: the CPUs its processes run on, e.g. 0-7 where the engine ran "
+                        "(default: wherever this process may)")
     p.add_argument("--out", type=Path, default=Path("reports") / "side-by-side")
     return p
+
+
+def _cpu_list(text: str) -> set[int]:
+    """`0-7,12` as taskset reads it.
+
+    >>> sorted(_cpu_list("0-2,5"))
+    [0, 1, 2, 5]
+    """
+    try:
+        cpus = set()
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            cpus |= set(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a CPU list like 0-7,12: {text!r}") from None
+    return cpus
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -496,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.calibration_source:
             default = Schedule(ttft_s=args.source_ttft_ms / 1000, interval_s=args.source_interval_ms / 1000,
                                output_len=args.output_len)
-            fleet = stack.enter_context(SourceFleet(default, processes=args.source_processes))
+            fleet = stack.enter_context(SourceFleet(default, processes=args.source_processes, cpus=args.source_cpus))
             args.base_url, args.model = fleet.url, MODEL
         session = SideBySide(args, fleet)
         session.schedules = schedules

@@ -409,8 +409,11 @@ class SourceFleet:
             fleet.set_schedule(replace(schedule, interval_s=0.004)); ...; fleet.lateness()
     """
 
-    def __init__(self, schedule: Schedule, *, processes: int = 1, host: str = "127.0.0.1"):
+    def __init__(self, schedule: Schedule, *, processes: int = 1, host: str = "127.0.0.1",
+                 cpus: set[int] | None = None):
         self.schedule, self.host, self.processes = schedule, host, max(1, processes)
+        self.cpus = cpus
+        """The CPUs the sources run on (None: wherever this process may run), e.g. where the engine ran."""
         self.procs: list[subprocess.Popen] = []
         self.url = ""
 
@@ -418,7 +421,9 @@ class SourceFleet:
         entry = "import sys; from llmval.bench._source import main; sys.exit(main())"
         argv = [sys.executable, "-c", entry, "--host", self.host, "--port", str(port), "--reuse-port", "--control",
                 "--schedule", json.dumps(asdict(self.schedule))]
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
+        cpus = self.cpus
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env(),
+                                preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
         assert proc.stdout is not None
         line = proc.stdout.readline()
         if not line.startswith("listening "):
