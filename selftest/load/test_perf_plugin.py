@@ -105,3 +105,31 @@ def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(p
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*local-vllm*perf.decode.tok_s_c1*",
                                  "*expected: >= * tok/s (100000 x * for this machine)*", "*observed: * tok/s*"])
+
+
+def test_baseline_is_saved_then_compared_through_the_contract(pytester):
+    """Two sessions against the stub: the first skips (no baseline) and saves one, the second judges
+    perf.baseline.c1 against it, naming the baseline file; an absolute section stores no calibration."""
+    data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
+    endpoint = next(e for e in data["endpoints"] if e["name"] == "local-vllm")
+    gate = data["perf"][0]
+    gate.update(c1_requests=3, warmup_requests=1, output_len=8, input_len=16, baseline_tolerance=0.9)
+    for key in ("output_tok_s_min", "ttft_p99_ms_max", "throughput_concurrency", "machine"):  # absolute gates
+        gate.pop(key, None)
+    args = ("-p", "no:xdist", "-k", "baseline and c1", "--perf-baseline-dir", str(pytester.path / "baselines"),
+            "--perf-lock", str(pytester.path / "perf.lock"), "--perf-allow-busy-host")
+    with stub_perf_server(endpoint["model"]) as base_url:
+        endpoint["base_url"] = base_url
+        inventory = pytester.path / "stub.toml"
+        inventory.write_text(tomli_w.dumps(data))
+        first = run_perf(pytester, "--inventory", str(inventory), "--perf-save-baseline", "-rs", *args)
+        [saved] = (pytester.path / "baselines").rglob("*.json")
+        second = run_perf(pytester, "--inventory", str(inventory), *args)
+    first.stdout.fnmatch_lines(["*perf baseline saved:*"])
+    first.stdout.fnmatch_lines(["*SKIPPED*no baseline for server*--perf-save-baseline*"])
+    assert "calibration" not in json.loads(saved.read_text())
+    assert second.ret == pytest.ExitCode.OK, second.stdout.str()[-2000:]
+    results = json.loads((pytester.path / "reports" / "results.json").read_text())
+    [verdict] = [v for t in results["tests"] for v in t["verdicts"] if v["check"] == "perf.baseline.c1"]
+    assert verdict["cause"] == "held" and f"baseline {saved}" in verdict["evidence"]
+    assert "'output_throughput': '>= " in verdict["expected"] and "- 90%)'" in verdict["expected"]  # as before

@@ -17,5 +17,4 @@ def test_no_regression_vs_baseline(perf_gate, perf_runs, benchmark, expect, load
     if check.baseline is None:
         pytest.skip(check.skip_reason)
     expect(perf_gate.label, f"perf.baseline.c{c}", expected=check.expected, observed=check.observed, ok=check.is_ok,
-           hint="a slower engine build, a changed flag, or other load; compare the plot",
-           evidence=f"baseline {check.baseline.path} ({check.baseline.saved_at}); plot {check.plot}")
+           hint=check.hint, evidence=check.evidence)

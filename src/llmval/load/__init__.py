@@ -21,7 +21,7 @@ the pytest plugin only wires.
 
 from ._agentic import AgenticProfile, AgenticRun, run_agentic
 from ._agentic_session import AgenticMeasured
-from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
+from ._baseline import Baseline, BaselineStore, MachineScaling, Regression, compare_to_baseline, machine_scaling
 from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
@@ -51,6 +51,7 @@ __all__ = [
     "HostWindow",
     "LoadRun",
     "MachineNotCalibrated",
+    "MachineScaling",
     "Measured",
     "MetricsSampler",
     "OtherLoad",
@@ -70,6 +71,7 @@ __all__ = [
     "completion_payload",
     "compute_metrics",
     "goodput",
+    "machine_scaling",
     "max_concurrency",
     "percentile",
     "plot_sweep",

@@ -11,7 +11,8 @@ session, failures included (a broken server is never hammered twice):
 
 `sweep(spec)` runs the section's request-rate sweep (one Poisson run per rate, goodput per rate) once,
 under the same lock. Runs land in `<reports>/perf/` as JSON (vLLM's key names and the server identity);
-`against_baseline` compares a run with the stored baseline of its own server identity and plots both. The pytest plugin
+`against_baseline` compares a run with the stored baseline of its own server identity (scaled to this machine's
+calibration where the section's gates are machine-relative) and plots both. The pytest plugin
 (`fixtures/perf.py`) only wires options, hooks and fixtures to this object.
 """
 
@@ -31,7 +32,7 @@ from ..engines import EngineAdapter, adapter_class
 from ..inventory import EndpointSpec, Inventory, PerfSpec
 from ..io.http import api_key_headers, endpoint_async_client
 from ._agentic_session import AgenticMeasured, measure_agentic
-from ._baseline import Baseline, BaselineStore, Regression, compare_to_baseline
+from ._baseline import UNITS, Baseline, BaselineStore, MachineScaling, Regression, compare_to_baseline, machine_scaling
 from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
 from ._engine import read_counters, server_identity, server_key
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
@@ -73,19 +74,41 @@ class BaselineCheck:
     regressions: list[Regression]
     plot: Path
     skip_reason: str
+    scaling: MachineScaling | None = None
+    """How the baseline was read for this machine (None: an absolute section, compared as saved)."""
 
     @property
     def expected(self) -> dict[str, str]:
-        return {r.metric: f">= {r.minimum:.2f} (baseline {r.baseline:.2f} - {r.tolerance:.0%})"
-                for r in self.regressions}
+        if self.scaling is None:
+            return {r.metric: f">= {r.minimum:.2f} (baseline {r.baseline:.2f} - {r.tolerance:.0%})"
+                    for r in self.regressions}
+        return {r.metric: f">= {r.minimum:.2f} ({self.scaling.describe(r.baseline, UNITS[r.metric])}; "
+                          f"- {r.tolerance:.0%})" for r in self.regressions}
 
     @property
     def observed(self) -> dict[str, str]:
-        return {r.metric: f"{r.observed:.2f} ({r.change:+.1%})" for r in self.regressions}
+        against = "" if self.scaling is None or not self.scaling.is_scaled else " against the scaled baseline"
+        return {r.metric: f"{r.observed:.2f} ({r.change:+.1%}{against})" for r in self.regressions}
 
     @property
     def is_ok(self) -> bool:
         return all(r.is_ok for r in self.regressions)
+
+    @property
+    def hint(self) -> str:
+        if self.scaling is not None and not self.scaling.is_scaled:
+            return ("a slower engine build, a changed flag, or other load; or a baseline saved on a faster machine (it "
+                    "kept no calibration to scale by: refresh it with --perf-save-baseline); compare the plot")
+        return "a slower engine build, a changed flag, or other load; compare the plot"
+
+    @property
+    def evidence(self) -> str:
+        if self.baseline is None:
+            return f"plot {self.plot}"
+        cal = self.baseline.calibration
+        where = "" if cal is None else (f", calibration {float(cal['steps_s']):.2f} steps/s on CPUs "
+                                        f"{','.join(map(str, cal.get('cpus', [])))} of {cal.get('host') or '?'}")
+        return f"baseline {self.baseline.path} ({self.baseline.saved_at}{where}); plot {self.plot}"
 
 
 def workload_for(spec: PerfSpec, endpoint: EndpointSpec, concurrency: int) -> Workload:
@@ -281,7 +304,12 @@ class PerfSession:
         tests still compared with the previous baseline)."""
         if not self.save_baseline:
             return []
-        return [self.baselines.save(m.run, m.identity) for m in self.runs.values()]
+        return [self.baselines.save(m.run, m.identity, self._calibration(label)) for (label, _), m in self.runs.items()]
+
+    def _calibration(self, label: str) -> Calibration | None:
+        """The calibration section `label`'s gates were scaled by this session (None: absolute gates)."""
+        gates = self._gates.get(label)
+        return gates.calibration if gates is not None and gates.is_relative else None
 
     def _measure(self, spec: PerfSpec, concurrency: int) -> Measured:
         endpoint = self.inventory.endpoint(spec.endpoint)
@@ -374,4 +402,6 @@ class PerfSession:
                 reason += (f"; not compared with {len(others)} baseline(s) of other server identities "
                            f"({', '.join(b.server_key for b in others)})")
             return BaselineCheck(None, [], plot, reason)
-        return BaselineCheck(baseline, compare_to_baseline(measured.run, baseline, spec.baseline_tolerance), plot, "")
+        scaling = machine_scaling(baseline, self._calibration(spec.label))
+        return BaselineCheck(baseline, compare_to_baseline(measured.run, baseline, spec.baseline_tolerance, scaling),
+                             plot, "", scaling)
