@@ -101,6 +101,9 @@ def test_a_baseline_from_both_cpus_is_scaled_for_the_one_cpu_machine_and_says_so
                                               "x0.84 to 46.5 for this machine's 54.0; - 10%)")
     assert check.observed["decode_tok_s"] == "52.57 (+13.1% against the scaled baseline)"
     assert check.is_ok and "calibration 64.07 steps/s on CPUs 0,1 of " in check.evidence
+    # the plot draws the baseline as judged (tok/s x0.84), the stored numbers stay as saved
+    assert check.plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert check.baseline.metrics["decode_tok_s"] == decode.baseline
 
 
 def test_a_healthy_run_on_a_slower_machine_was_a_regression_unscaled_and_holds_scaled(tmp_path):

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display, ever: plots are files in reports/
 import matplotlib.pyplot as plt
 
-from ._baseline import Baseline
+from ._baseline import COMPARED, Baseline
 from ._runner import LoadRun
 from ._sampler import EngineSamples
 
@@ -17,10 +17,14 @@ HEADLINE = (("decode_tok_s", "decode tok/s"), ("output_throughput", "output tok/
             ("p99_ttft_ms", "TTFT p99 (ms)"), ("median_tpot_ms", "TPOT median (ms)"))
 
 
-def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str) -> Path:
-    """Write a PNG: headline metrics (this run vs baseline) and per-request TTFT / TPOT."""
+def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str, scale: float = 1.0) -> Path:
+    """Write a PNG: headline metrics (this run vs baseline) and per-request TTFT / TPOT. `scale`: the machine scaling
+    the compared metrics were judged with (the baseline's `COMPARED` numbers drawn times it; 1: as saved)."""
     now = run.metrics.as_vllm_json()
-    base = baseline.metrics if baseline is not None else {}
+    base = dict(baseline.metrics) if baseline is not None else {}
+    for key in COMPARED if scale != 1.0 else ():
+        if base.get(key) is not None:
+            base[key] = float(base[key]) * scale
     samples = run.engine_samples if run.engine_samples is not None and run.engine_samples.count else None
     fig, axes = plt.subplots(1, 4 if samples else 3, figsize=(20 if samples else 15, 4.2))
     names = [label for _, label in HEADLINE]
@@ -30,7 +34,8 @@ def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str)
     mine = [float(now[k]) / r if r else 0 for (k, _), r in zip(HEADLINE, ref, strict=True)]
     if baseline is not None:
         axes[0].bar([i - 0.2 for i in x], [1.0] * len(x), width=0.4, color="#999999",
-                    label=f"baseline ({baseline.saved_at})")
+                    label=f"baseline ({baseline.saved_at})"
+                          + (f", tok/s x{scale:.2f} for this machine" if scale != 1.0 else ""))
     bars = axes[0].bar([i + 0.2 for i in x] if baseline else x, mine, width=0.4, color="#1f77b4", label="this run")
     for bar, (k, _), r in zip(bars, HEADLINE, ref, strict=True):
         text = f"{float(now[k]):.1f}" + (f"\n(base {r:.1f})" if baseline is not None else "")

@@ -392,8 +392,10 @@ class PerfSession:
         workload_key = measured.run.workload.key()
         baseline = self.baselines.load(spec.endpoint, measured.identity, workload_key)
         c = measured.run.workload.concurrency
+        scaling = None if baseline is None else machine_scaling(baseline, self._calibration(spec.label))
         plot = plot_run(measured.run, baseline, self.reports_dir / f"perf-{spec.label}-c{c}.png",
-                        title=f"{spec.label} C={c} ({workload_key}) vs baseline")
+                        title=f"{spec.label} C={c} ({workload_key}) vs baseline",
+                        scale=scaling.factor if scaling is not None else 1.0)
         if baseline is None:
             others = self.baselines.others(spec.endpoint, measured.identity, workload_key)
             reason = (f"no baseline for server {measured.server_key} ({workload_key}); "
@@ -402,6 +404,5 @@ class PerfSession:
                 reason += (f"; not compared with {len(others)} baseline(s) of other server identities "
                            f"({', '.join(b.server_key for b in others)})")
             return BaselineCheck(None, [], plot, reason)
-        scaling = machine_scaling(baseline, self._calibration(spec.label))
         return BaselineCheck(baseline, compare_to_baseline(measured.run, baseline, spec.baseline_tolerance, scaling),
                              plot, "", scaling)
