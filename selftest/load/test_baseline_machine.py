@@ -188,3 +188,19 @@ def test_a_baseline_file_with_a_broken_calibration_is_a_parse_error_naming_it(tm
     path.write_text(json.dumps({**body, "calibration": calibration}))
     with pytest.raises(ParseError, match="not a baseline file"):
         store.load("local-vllm", identity, then.workload.key())
+
+
+@pytest.mark.parametrize(("others", "spec", "why"), [
+    ([1.4], SPEC, "the client host was busy (other processes kept 1.40 of 2 CPUs busy"),
+    ([1.3, 0.05], RELATIVE, "the client host was busy (during its machine calibration: other processes kept 1.30"),
+])
+def test_a_run_judged_on_a_busy_host_is_not_saved_as_a_baseline(tmp_path, others, spec, why):
+    """--perf-allow-busy-host judges such a run, but its numbers (or the calibration it would be scaled by) measured
+    contention: no reference for later runs. The real case: 2026-12-01 18:09 UTC here, other jobs kept 1.03 cores busy
+    through a calibration that read 3.15 steps/s (64.07 when quiet)."""
+    perf, said = session(tmp_path, FakeServer(FakeClock()), ScriptedProbe(others, engine_cores=0.02),
+                         calibrator=lambda cpus: Calibration(3.15, (0, 1), 13, 3.0), save_baseline=True,
+                         judge_host_load=False)
+    perf.get(spec, 1)
+    assert perf.save_baselines() == [] and not (tmp_path / "baselines").exists()
+    assert any(line.startswith("perf baseline not saved for local-vllm C=1: ") and why in line for line in said)

@@ -111,6 +111,17 @@ class BaselineCheck:
         return f"baseline {self.baseline.path} ({self.baseline.saved_at}{where}); plot {self.plot}"
 
 
+def calibration_invalid(host: HostWindow) -> str | None:
+    """Why a calibration over `host`'s window measured contention, not the machine: a busy host, or an engine serving
+    someone (it shares the CPUs with the calibration); None: valid."""
+    if host.is_busy:
+        return host.busy_reason
+    if host.engine_cores is not None and host.engine_cores > CALIBRATION_ENGINE_CORES_MAX:
+        return (f"the engine itself used {host.engine_cores:.2f} cores during the calibration (at most "
+                f"{CALIBRATION_ENGINE_CORES_MAX:g} while idle): another client is using it")
+    return None
+
+
 def workload_for(spec: PerfSpec, endpoint: EndpointSpec, concurrency: int) -> Workload:
     """The workload of `spec` at `concurrency` (ignore_eos only where the engine honours it)."""
     return Workload(model=endpoint.model, input_len=spec.input_len, output_len=spec.output_len,
@@ -166,6 +177,8 @@ class PerfSession:
         """False (--perf-allow-busy-host): a busy client host is recorded and said, but the run still counts."""
         self._calibrate = calibrator
         self._gates: dict[str, Gates] = {}
+        self._calibration_hosts: dict[str, HostWindow] = {}
+        """The client host over each section's accepted calibration (busy only with --perf-allow-busy-host)."""
 
     def workload(self, spec: PerfSpec, endpoint: EndpointSpec, concurrency: int) -> Workload:
         return workload_for(spec, endpoint, concurrency)
@@ -223,6 +236,7 @@ class PerfSession:
                          f"{'calibrating again' if attempt < ATTEMPTS else 'giving up'}")
             else:
                 raise ClientHostBusy(f"[{endpoint.name}] the machine calibration", host, ATTEMPTS, why=busy)
+        self._calibration_hosts[spec.label] = host
         factor = min(1.0, calibration.steps_s / spec.machine.reference_steps_s)
         gates = Gates(declared=spec, spec=scale_gates(spec, factor), factor=factor, calibration=calibration)
         folder = self.reports_dir / "perf"
@@ -236,10 +250,7 @@ class PerfSession:
         """A calibration is valid only on a quiet host with an idle engine (a serving engine would slow it)."""
         if self._is_busy(host):
             return host.busy_reason
-        if host.engine_cores is not None and host.engine_cores > CALIBRATION_ENGINE_CORES_MAX and self.judge_host_load:
-            return (f"the engine itself used {host.engine_cores:.2f} cores during the calibration (at most "
-                    f"{CALIBRATION_ENGINE_CORES_MAX:g} while idle): another client is using it")
-        return None
+        return calibration_invalid(host) if self.judge_host_load else None
 
     def sweep(self, spec: PerfSpec) -> list[RatePoint]:
         """The request-rate sweep of `spec` (one Poisson run per rate), measured once, plotted in reports/."""
@@ -301,10 +312,24 @@ class PerfSession:
 
     def save_baselines(self) -> list[Path]:
         """With save_baseline: store every run of this session (at its end, so this session's regression
-        tests still compared with the previous baseline)."""
+        tests still compared with the previous baseline), with the calibration its section's gates were scaled by;
+        except a run measured on a busy client host, or whose machine calibration was (judged anyway with
+        --perf-allow-busy-host, it is still no reference: said, not saved)."""
         if not self.save_baseline:
             return []
-        return [self.baselines.save(m.run, m.identity, self._calibration(label)) for (label, _), m in self.runs.items()]
+        saved = []
+        for (label, c), m in self.runs.items():
+            busy = m.host.busy_reason
+            calibration_host = self._calibration_hosts.get(label)
+            if busy is None and calibration_host is not None and self._calibration(label) is not None:
+                busy = calibration_invalid(calibration_host)
+                busy = busy and f"during its machine calibration: {busy}"
+            if busy is not None:  # judged anyway (--perf-allow-busy-host), but no reference for later runs
+                self.say(f"perf baseline not saved for {label} C={c}: the client host was busy ({busy}); a busy "
+                         "measurement is no reference for later runs")
+                continue
+            saved.append(self.baselines.save(m.run, m.identity, self._calibration(label)))
+        return saved
 
     def _calibration(self, label: str) -> Calibration | None:
         """The calibration section `label`'s gates were scaled by this session (None: absolute gates)."""
