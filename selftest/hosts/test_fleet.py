@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from llmval.core.errors import HostUnreachable
-from llmval.hostfacts import FACTS, HostFacts, Prefetch, fact_plan, peer_facts
+from llmval.hostfacts import COMMANDS, FACTS, HostFacts, Prefetch, fact_plan, peer_facts, read_ahead
 from llmval.inventory import load_inventory
 from llmval.io.transport import connect
 
@@ -59,8 +59,52 @@ def test_prefetch_reads_every_planned_fact_of_every_host_once(tmp_path):
     Prefetch(hosts).wait()
     for spec, facts in hosts:
         plan = fact_plan(spec)
-        assert plan and all(facts.is_read(name, *args) for name, args in plan), spec.name
+        assert plan and all(facts.is_read(name, *args) for name, args in plan
+                            if read_ahead(FACTS[name], facts)), spec.name
         assert {name for name, _ in plan} <= set(FACTS)
+
+
+def test_gpu_memory_and_ports_are_read_ahead_only_where_gpu_holders_were_found(tmp_path):
+    """The host checks read `gpu_apps` and `listening_ports` only when fuser lists GPU holders
+    (llmval.gpu.holders.read_judgement): Prefetch reads them ahead only there. Idle stand-ins (this machine's real
+    fuser: no holders) send neither command; a replayed host with the zombie self-test's REAL-SHAPED holders
+    gets both read ahead, one command each."""
+    from llmval.io.recording import Replay
+
+    from .test_zombie import APPS, FUSER_ZOMBIE, INVENTORY, LISTEN_CLOSED, _replay
+
+    assert FACTS["gpu_apps"].ahead_if is not None and FACTS["listening_ports"].ahead_if is not None
+    inventory = load_inventory(make_standins(tmp_path, ["a", "b"]))
+    hosts = [(spec, HostFacts(connect(spec, inventory=inventory))) for spec in inventory.hosts]
+    Prefetch(hosts).wait()
+    for spec, facts in hosts:
+        planned = {name for name, _ in fact_plan(spec)}
+        assert {"gpu_holders", "gpu_apps", "listening_ports"} <= planned
+        assert facts.is_read("gpu_holders") and facts.gpu_holders() == []
+        assert not facts.is_read("gpu_apps") and not facts.is_read("listening_ports"), spec.name
+        assert all(facts.is_read(name, *args) for name, args in fact_plan(spec)
+                   if FACTS[name].ahead_if is None), spec.name
+
+    (tmp_path / "zombie.toml").write_text(INVENTORY)
+    zombie = load_inventory(tmp_path / "zombie.toml")
+    answers = {COMMANDS["uname"].render(): "Linux h200 6.8.0 #1 SMP x86_64 GNU/Linux\n",
+               COMMANDS["gpu-holders"].render(): FUSER_ZOMBIE, COMMANDS["gpu-apps"].render(): APPS,
+               COMMANDS["tcp-listening"].render(): LISTEN_CLOSED}
+    _replay(tmp_path / "rec", answers)
+    connection = connect(zombie.hosts[0], replay=Replay(tmp_path / "rec"))
+    sent: list[str] = []
+    run = connection.run
+
+    def counting(command, **kwargs):
+        sent.append(str(command))
+        return run(command, **kwargs)
+
+    connection.run = counting  # type: ignore[method-assign]
+    facts = HostFacts(connection)
+    Prefetch([(zombie.hosts[0], facts)]).wait()
+    assert [h.pid for h in facts.gpu_holders()] == [4242]
+    assert facts.is_read("gpu_apps") and facts.is_read("listening_ports")
+    assert Counter(sent)[COMMANDS["gpu-apps"].render()] == 1 and Counter(sent)[COMMANDS["tcp-listening"].render()] == 1
 
 
 def test_peers_not_yet_read_are_read_at_once_in_the_order_asked():

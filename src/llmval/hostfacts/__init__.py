@@ -25,6 +25,8 @@ module). The declaration holds everything about the fact:
   send only the fact's declared commands; `host.<other fact>(...)` reads another fact;
 - the **inventory section** that needs it (`section=`, a dotted path in `[[hosts]]`), and `needs=` when
   "the section is set" is not the rule: a function of the HostSpec returning a bool or argument tuples;
+  `ahead_if=` when the checks read it only if other facts say so (`gpu_apps` only where `gpu_holders` found
+  holders): a function of the host's `HostFacts`; the run reads it ahead (`Prefetch`) only where it holds;
 - the **checks that judge it** (`checks=` for the section field, or `judges={field: checks}` for several fields
   of the section, check ids or globs): `llmval.report.judged` lists a declared field that no held, broken or blocked
   verdict of its checks judged, and the run is not GREEN (no green by omission). A new inventory field is
@@ -77,6 +79,7 @@ from ._fact import (
     judged_fields,
     peer_facts,
     prefetch,
+    read_ahead,
     watch_reads,
 )
 
@@ -178,5 +181,6 @@ __all__ = [
     "model_digests",
     "peer_facts",
     "prefetch",
+    "read_ahead",
     "watch_reads",
 ]

@@ -24,7 +24,7 @@ from ._command import Command
 
 __all__ = ["COMMANDS", "FACTS", "Fact", "HostFacts", "Prefetch", "Reader", "allow", "fact", "fact_plan",
            "failure_text", "family_of", "is_read_only", "judged_fields", "peer_facts", "prefetch",
-           "watch_reads"]
+           "read_ahead", "watch_reads"]
 
 Plan = Callable[[HostSpec], "bool | Iterable[tuple]"]
 
@@ -47,6 +47,10 @@ class Fact:
     judges: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     """Inventory fields (dotted, in `[[hosts]]`) this fact is evidence for -> the check ids (globs) whose
     verdicts judge them: what `llmval.report.judged` lists when a declared field was judged by none."""
+    ahead_if: Callable[[HostFacts], bool] | None = None
+    """`ahead_if(facts)`: a planned fact the checks read only when other facts say so (GPU memory per process
+    only where GPU holders were found) is read ahead (`Prefetch`) only when this holds; a check that still
+    asks for it reads it then. An LlmvalError raised by it means False."""
 
     def plan(self, spec: HostSpec) -> list[tuple]:
         wanted = self.needs(spec)
@@ -77,14 +81,16 @@ def _check_ids(checks: str | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def fact(*commands: Command, section: str, needs: Plan | None = None, checks: str | tuple[str, ...] = (),
-         judges: dict[str, str | tuple[str, ...]] | None = None) -> Callable[[Callable], Callable]:
+         judges: dict[str, str | tuple[str, ...]] | None = None,
+         ahead_if: Callable[[HostFacts], bool] | None = None) -> Callable[[Callable], Callable]:
     """Declare the decorated `read(reader, *args)` as the host fact of its name (see the package docstring).
 
     `needs` defaults to "the section is declared" (read once, no arguments). `checks` names the check ids
     (globs) that judge the `section` field; `judges` maps several fields of the section to their checks
     (`{"gpus.count": "hosts.gpu.count", ...}`). Either makes the field a fact the run must judge
     (`llmval.report.judged`): a declared field that no held or broken verdict of those checks judged keeps the run
-    from GREEN."""
+    from GREEN. `ahead_if(facts)`: the planned fact is read ahead only when it holds on that host's facts
+    (`Fact.ahead_if`)."""
     judged = {field: _check_ids(ids) for field, ids in (judges or {}).items()}
     if checks:
         judged[section] = _check_ids(checks)
@@ -98,7 +104,7 @@ def fact(*commands: Command, section: str, needs: Plan | None = None, checks: st
             raise ValueError(f"host fact {name!r} is declared twice ({FACTS[name].read.__module__}, {read.__module__})")
         allow(*commands)
         FACTS[name] = Fact(name, tuple(commands), read, section, needs or _section_is_declared(section),
-                           (read.__doc__ or "").strip(), judged)
+                           (read.__doc__ or "").strip(), judged, ahead_if)
         return read
 
     return declare
@@ -241,6 +247,16 @@ def fact_plan(spec: HostSpec) -> list[tuple[str, tuple]]:
     return list(dict.fromkeys((f.name, args) for f in FACTS.values() for args in f.plan(spec)))
 
 
+def read_ahead(declared: Fact, facts: HostFacts) -> bool:
+    """Whether `Prefetch` reads the planned fact `declared` of that host now: unless its `ahead_if` says no."""
+    if declared.ahead_if is None:
+        return True
+    try:
+        return bool(declared.ahead_if(facts))
+    except LlmvalError:
+        return False
+
+
 MAX_PREFETCH_THREADS = 128
 """Hosts read at once: each thread mostly waits on its host's commands (measured: 64 stand-in hosts at 0.5 s per
 command took 17.8 s of session with 32 threads, two rounds; one round with 64)."""
@@ -249,6 +265,7 @@ command took 17.8 s of session with 32 threads, two rounds; one round with 64)."
 class Prefetch:
     """Reads every planned fact of the given hosts in the background: one thread per host (at most
     `max_threads` at once), each host's facts in plan order, so a host sees one command at a time from it.
+    A fact with `ahead_if` is read only when that holds on the facts read before it (`read_ahead`).
 
     Tests do not wait for the whole read: a test reads its fact through the same `HostFacts`, which hands it
     over as soon as it is read (or waits for the thread reading it, or reads it itself if no thread has come
@@ -267,6 +284,8 @@ class Prefetch:
         for name, args in fact_plan(spec):
             if self._stopped.is_set():
                 return
+            if not read_ahead(FACTS[name], facts):
+                continue
             try:
                 facts.read(name, *args)
             except Exception:  # memoized LlmvalErrors re-raise in the test that reads the fact; others re-raise there

@@ -47,6 +47,12 @@ def _gpu_hosts(h) -> bool:
     return h.gpu_processes is not None
 
 
+def _holders_found(facts) -> bool:
+    """The host checks read GPU memory per process and the listening ports only where processes hold the GPUs
+    (`llmval.gpu.holders.read_judgement`): read ahead only there (64 idle hosts: one command less each)."""
+    return bool(facts.gpu_holders())
+
+
 @fact(PROCESS_ROWS, section="gpu_processes", needs=lambda h: False)
 def processes(host: Reader, pids: tuple[int, ...]) -> dict[int, ProcessRow]:
     """The rows of the processes `pids` that exist (ps exits 1 when none does)."""
@@ -69,7 +75,7 @@ def lineage(host, pids: list[int]) -> dict[int, ProcessRow]:
     return known
 
 
-@fact(LISTENING, section="gpu_processes", needs=_gpu_hosts)
+@fact(LISTENING, section="gpu_processes", needs=_gpu_hosts, ahead_if=_holders_found)
 def listening_ports(host: Reader) -> dict[int, list[int]]:
     """Listening TCP ports of the host -> uids owning those sockets (/proc/net/tcp and tcp6)."""
     result = host.result(LISTENING)
@@ -84,7 +90,7 @@ def port_pids(host: Reader, port: int) -> list[int]:
     return parse_fuser_pids(host.output(PORT_PIDS, ok_rcs=(0, 1), port=port))
 
 
-@fact(GPU_APPS, section="gpu_processes", needs=_gpu_hosts)
+@fact(GPU_APPS, section="gpu_processes", needs=_gpu_hosts, ahead_if=_holders_found)
 def gpu_apps(host: Reader) -> list[ComputeApp]:
     """GPU memory each process holds on each GPU, as nvidia-smi accounts it."""
     return parse_compute_apps(host.output(GPU_APPS))
