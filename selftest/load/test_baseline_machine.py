@@ -42,14 +42,15 @@ RELATIVE = LOCAL_RELATIVE.model_copy(update={"baseline_tolerance": 0.10})
 SPEC = LOCAL_SPEC.model_copy(update={"baseline_tolerance": 0.10})
 
 HONEST = ROOT / "selftest" / "data" / "perf" / "honest-2026-12-01"
+SCALED = ROOT / "selftest" / "data" / "perf" / "REAL-baseline-scaled-2026-12-01"
 BOTH_CPUS = Calibration(64.07, (0, 1), 188, 3.01)  # cpus0-1/local-vllm-gates.json
 CPU0 = Calibration(53.97, (0,), 161, 3.02)  # cpus0/row.json
 CPU0_GREEN = Calibration(51.35, (0,), 150, 3.0)  # selftest-green-1647.txt (steps and seconds not in its lines)
 
 
-def recorded(folder: str, c: int) -> tuple[LoadRun, dict]:
-    """The REAL run of `folder` at C=`c`, rebuilt from its report's per-request lists, and its server identity."""
-    report = json.loads((HONEST / folder / f"local-vllm-c{c}.json").read_text())
+def recorded(folder: str, c: int, root: Path = HONEST) -> tuple[LoadRun, dict]:
+    """The REAL run of `root/folder` at C=`c`, rebuilt from its report's per-request lists, and its server identity."""
+    report = json.loads((root / folder / f"local-vllm-c{c}.json").read_text())
     records = [RequestRecord(success=not error, start_time=start, ttft_s=ttft, latency_s=e2el, output_tokens=out,
                              prompt_tokens=inp, chunks=chunks, error=error)
                for start, ttft, e2el, out, inp, chunks, error in zip(
@@ -204,3 +205,20 @@ def test_a_run_judged_on_a_busy_host_is_not_saved_as_a_baseline(tmp_path, others
     perf.get(spec, 1)
     assert perf.save_baselines() == [] and not (tmp_path / "baselines").exists()
     assert any(line.startswith("perf baseline not saved for local-vllm C=1: ") and why in line for line in said)
+
+
+def test_the_recorded_real_comparison_is_reproduced(tmp_path):
+    """REAL-baseline-scaled-2026-12-01: baselines saved by the engine on both CPUs (calibration 68.17), compared by
+    the engine pinned to CPU 0 (60.68) under local.toml's own section (tolerance 0.40): the same verdict text."""
+    row = json.loads((SCALED / "cpus0" / "row.json").read_text())
+    store = BaselineStore(SCALED / "baselines")
+    then = row["calibration"]
+    perf = relative_session(tmp_path, Calibration(then["steps_s"], tuple(then["cpus"]), then["steps"], then["seconds"]),
+                            store)
+    for c in (1, 4):
+        now, identity = recorded("cpus0", c, SCALED)
+        check = perf.against_baseline(LOCAL_RELATIVE, measured(now, identity))
+        assert check.baseline.calibration["steps_s"] == 68.17 and check.baseline.calibration["cpus"] == [0, 1]
+        assert check.scaling.factor == pytest.approx(60.68 / 68.17)
+        assert (check.expected, check.observed, check.is_ok) == \
+            (row["baseline"][f"c{c}"]["expected"], row["baseline"][f"c{c}"]["observed"], True)
