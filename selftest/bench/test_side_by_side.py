@@ -175,3 +175,28 @@ def test_longer_windows_size_later_rounds_by_the_last_rounds_rate():
     assert session._shape(point) == (320, 16, 16, None)  # 8 s at 40 req/s, whole waves of C
     session.args = parser().parse_args([])
     assert session._shape(point) == (64, 16, 16, None)  # --run-seconds 0: always k·C
+
+
+def test_attribution_names_the_tool_off_the_truth_or_the_engines_own_variation():
+    from llmval.bench._side_by_side import attribute
+
+    def engine(metric: str, ratio: float, low: float, high: float | None) -> dict:
+        return {"concurrency": 64, "metric": metric, "ratio": ratio, "ci95": [low, high], "rounds": 5,
+                "within_2pct": low >= 0.98 and high is not None and high <= 1.02}
+
+    def source(metric: str, suite: float, vllm: float) -> dict:
+        return {"concurrency": 64, "metric": metric, "truth": 100.0, "suite_vs_truth": suite, "vllm_vs_truth": vllm,
+                "rounds": 3}
+
+    engine_rows = [engine("ttft_p50_ms", 0.93, 0.80, 1.08), engine("tpot_p50_ms", 0.99, 0.81, 1.20),
+                   engine("ttft_p99_ms", 1.20, 0.95, 1.70), engine("output_tok_s", 1.0, 0.99, 1.01),
+                   {**engine("output_tok_s", 1.0, 0.9, 1.1), "concurrency": 256}]
+    source_rows = [source("ttft_p50_ms", 1.006, 1.124), source("tpot_p50_ms", 1.0, 1.003),
+                   source("ttft_p99_ms", 1.01, 1.17), source("output_tok_s", 0.996, 0.957)]
+    ttft, tpot, p99, within, unmatched = attribute(engine_rows, source_rows)
+    assert ttft["off"] == ["vllm"] and ttft["predicted_ratio"] == pytest.approx(1.006 / 1.124, abs=1e-5)
+    assert ttft["predicted_inside_ci"] and "vLLM +12.4%" in ttft["verdict"] and "consistent" in ttft["verdict"]
+    assert tpot["off"] == [] and "engine's variation between rounds" in tpot["verdict"]
+    assert not p99["predicted_inside_ci"] and "ran differently" in p99["verdict"]
+    assert within["verdict"] == "shown within 2%"
+    assert unmatched["off"] is None and "not attributed" in unmatched["verdict"]

@@ -420,6 +420,67 @@ def _against_truth(rounds: list[dict], metric: str) -> dict:
     return out
 
 
+def _where(row: dict) -> str:
+    return f"C={row['concurrency']:g}" if "concurrency" in row else f"R={row['rate']:g}/s"
+
+
+def attribute(engine_rows: list[dict], source_rows: list[dict], tolerance: float = 0.02) -> list[dict]:
+    """Which tool, if either, is wrong where an engine's suite/vLLM ratio is not shown within `tolerance`.
+
+    For each engine row, the source row of the same point and metric (measured with the engine's timing there):
+    a tool is off when its value over the truth (geometric mean over the rounds) is more than `tolerance` from 1.
+    The ratio the tools' own errors predict for the engine is suite/truth over vllm/truth; whether the engine's
+    95 % CI holds it says if those errors explain what the engine showed. Off tools: the engine's ratio is their
+    error. Neither off: the interval's width is the engine's own variation between rounds.
+    """
+    def key(row: dict) -> tuple:
+        return ("concurrency", row["concurrency"]) if "concurrency" in row else ("rate", row["rate"]), row["metric"]
+
+    truth = {key(r): r for r in source_rows if "truth" in r}
+    out = []
+    for row in engine_rows:
+        entry = {"point": _where(row), "metric": row["metric"], "engine_ratio": row["ratio"],
+                 "engine_ci95": row["ci95"], "engine_rounds": row["rounds"], "within": row["within_2pct"]}
+        source = truth.get(key(row))
+        if source is None:
+            out.append({**entry, "off": None, "verdict": "no source row at this point: not attributed"})
+            continue
+        errors = {t: source[f"{t}_vs_truth"] - 1 for t in ("suite", "vllm")}
+        off = [t for t, e in errors.items() if abs(e) > tolerance]
+        predicted = source["suite_vs_truth"] / source["vllm_vs_truth"]
+        low, high = row["ci95"][0], row["ci95"][1] if row["ci95"][1] is not None else math.inf
+        entry |= {"truth": source["truth"], "suite_vs_truth": source["suite_vs_truth"],
+                  "vllm_vs_truth": source["vllm_vs_truth"], "source_rounds": source["rounds"],
+                  "predicted_ratio": round(predicted, 5), "predicted_inside_ci": low <= predicted <= high, "off": off}
+        said = ", ".join(f"{'vLLM' if t == 'vllm' else 'the suite'} {errors[t]:+.1%}" for t in off)
+        if row["within_2pct"]:
+            verdict = f"shown within {tolerance:.0%}"
+        elif off and entry["predicted_inside_ci"]:
+            verdict = (f"{said} off the truth at this point; the ratio those errors predict ({predicted:.3f}) is "
+                       "inside the engine's CI: the engine's ratio is consistent with them")
+        elif off:
+            verdict = (f"{said} off the truth at this point, but the ratio those errors predict ({predicted:.3f}) is "
+                       "outside the engine's CI: the engine itself ran differently for the two tools")
+        else:
+            verdict = (f"both tools within {tolerance:.0%} of the truth (suite {errors['suite']:+.2%}, vLLM "
+                       f"{errors['vllm']:+.2%}): the CI's width is the engine's variation between rounds")
+        out.append({**entry, "verdict": verdict})
+    return out
+
+
+def print_attribution(entries: list[dict]) -> None:
+    print(f"{'point':>9} {'metric':<13} {'engine ratio, 95 % CI':>27} {'suite/truth':>11} {'vllm/truth':>10} "
+          f"{'predicted':>9}  verdict")
+    for e in entries:
+        hi = e["engine_ci95"][1]
+        ci = f"{e['engine_ratio']:.3f} [{e['engine_ci95'][0]:.3f}, {'inf' if hi is None else f'{hi:.3f}'}]"
+        if e["off"] is None:
+            print(f"{e['point']:>9} {e['metric']:<13} {ci:>27} {'-':>11} {'-':>10} {'-':>9}  {e['verdict']}")
+            continue
+        print(f"{e['point']:>9} {e['metric']:<13} {ci:>27} {e['suite_vs_truth']:>11.4f} {e['vllm_vs_truth']:>10.4f} "
+              f"{e['predicted_ratio']:>9.3f}  {e['verdict']}")
+
+
 def knee_rates(point: Point, fractions: tuple[float, ...] = RATE_FRACTIONS) -> list[float]:
     """Request rates below the closed-loop ceiling measured at the largest concurrency (vLLM's client's
     completed req/s over its rounds, as `vllm bench serve` reports `request_throughput`)."""
@@ -475,8 +536,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--source-cpus", type=_cpu_list,
                    help="--calibration-source: the CPUs its processes run on, e.g. 0-7 where the engine ran "
                         "(default: wherever this process may)")
+    p.add_argument("--attribute", type=Path, metavar="SOURCE_SUMMARY",
+                   help="measure nothing: attribute the rows of the engine summaries given with --source-like to the "
+                        "tools' errors that this calibration-source summary.json measured (`attribute`)")
     p.add_argument("--out", type=Path, default=Path("reports") / "side-by-side")
     return p
+
+
+def _read_rows(paths: list[Path]) -> list[dict]:
+    rows = []
+    for path in paths:
+        try:
+            rows += json.loads(path.read_text(encoding="utf-8"))["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            sys.exit(f"{path}: not a side by side's summary.json ({error})")
+    return rows
 
 
 def _cpu_list(text: str) -> set[int]:
@@ -497,6 +571,13 @@ def _cpu_list(text: str) -> set[int]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.attribute is not None:
+        if not args.source_like:
+            sys.exit("--attribute SOURCE_SUMMARY needs the engine summaries: --source-like ENGINE_SUMMARY ...")
+        entries = attribute(_read_rows(args.source_like), _read_rows([args.attribute]))
+        print_attribution(entries)
+        print(json.dumps({"attribution": entries}))
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     schedules: dict[tuple[str, float], Schedule] = {}
     if args.source_like is not None:
@@ -528,12 +609,15 @@ def main(argv: list[str] | None = None) -> int:
     truth = " | suite/truth vllm/truth (largest error)" if rows and "truth" in rows[0] else ""
     print(f"{'point':>12} {'metric':<13} {'suite':>10} {'vllm':>10} {'ratio':>7} {'95 % CI':>17}  rounds{truth}")
     for row in rows:
-        where = f"C={row['concurrency']:g}" if "concurrency" in row else f"R={row['rate']:g}/s"
-        hi = row["ci95"][1]
+        where, hi = _where(row), row["ci95"][1]
         against = (f" | {row['suite_vs_truth']:.4f} {row['vllm_vs_truth']:.4f} "
                    f"({row['suite_max_error']:.2%} / {row['vllm_max_error']:.2%})") if "truth" in row else ""
         print(f"{where:>12} {row['metric']:<13} {row['suite']:>10.2f} {row['vllm']:>10.2f} {row['ratio']:>7.4f} "
               f"[{row['ci95'][0]:.4f}, {hi if hi is None else f'{hi:.4f}'}]  {row['rounds']}{against}")
+    if args.calibration_source and args.source_like:
+        entries = attribute(_read_rows(args.source_like), rows)
+        (args.out / "attribution.json").write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
+        print_attribution(entries)
     print(json.dumps({"summary": str(args.out / "summary.json"), "rows": len(rows),
                       "within_2pct": sum(r["within_2pct"] for r in rows), "elapsed_s": round(session.elapsed(), 1)}))
     return 0
@@ -577,4 +661,4 @@ def _run(session: SideBySide, args: argparse.Namespace) -> None:
         session.notes.append(f"budget {args.budget_s:g} s ran out before {args.min_rounds} rounds of {short}")
 
 
-__all__ = ["SideBySide", "knee_rates", "main", "parser"]
+__all__ = ["SideBySide", "attribute", "knee_rates", "main", "parser"]
