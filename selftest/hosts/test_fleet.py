@@ -179,3 +179,19 @@ def test_under_xdist_each_host_is_read_by_the_worker_that_runs_its_checks(pytest
         assert all(n <= 2 for f, n in ((f, sum(c.values())) for f, c in per_worker.items()) if f != owner), others
         assert {c.split()[0] for c in others} <= {"nvidia-smi", "find"}, (name, others)
     assert len(owners) == int(workers), owners  # the hosts are spread over every worker
+
+
+def test_what_collection_built_is_frozen_out_of_the_garbage_collector(pytester):
+    """fixtures/heap.py: after collection the session's objects are frozen (gc.freeze): a list built when the
+    test module was imported is in none of the collector's generations (it is without the plugin)."""
+    pytester.makepyfile(test_frozen="""
+        import gc
+
+        BUILT_AT_COLLECTION = [object()]
+
+        def test_collected_objects_are_frozen():
+            assert gc.get_freeze_count() > 0
+            assert not any(o is BUILT_AT_COLLECTION for o in gc.get_objects())  # in the permanent generation
+        """)
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:cacheprovider", "-q")
+    assert result.ret == 0, result.stdout.str()[-2000:]
