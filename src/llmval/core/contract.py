@@ -78,19 +78,24 @@ def secret_values(extra: Iterable[str] = ()) -> list[str]:
 
 
 def _env_secrets() -> tuple[str, ...]:
-    """Secret-named environment variables' values, recomputed only when the environment changed: redact() runs
-    for every verdict and report field, and decoding os.environ item by item each time cost a third of a
-    64-host smoke run (issue 24.7)."""
+    """Secret-named environment variables' values, recomputed only when one of them changed: redact() runs for
+    every verdict and report field, and decoding os.environ item by item each time cost a third of a 64-host smoke
+    run (issue 24.7). Only the secret-named items are the cache key: pytest sets PYTEST_CURRENT_TEST at every
+    test phase, which made a key of the whole environment miss once per phase."""
     data = getattr(os.environ, "_data", None)  # the raw (bytes) mapping behind os.environ on POSIX
-    if isinstance(data, dict):
-        return _env_secret_values(tuple(data.items()))
-    return _env_secret_values(tuple(os.environ.items()))
+    items = data.items() if isinstance(data, dict) else os.environ.items()
+    return _env_secret_values(tuple((k, v) for k, v in items if _is_secret_name(k)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_secret_name(name: str | bytes) -> bool:
+    return SECRET_ENV_NAME_RE.search(os.fsdecode(name)) is not None
 
 
 @functools.lru_cache(maxsize=8)
 def _env_secret_values(items: tuple[tuple[str | bytes, str | bytes], ...]) -> tuple[str, ...]:
     decoded = ((os.fsdecode(k), os.fsdecode(v)) for k, v in items)
-    return tuple(v for k, v in decoded if SECRET_ENV_NAME_RE.search(k) and len(v) >= 4)
+    return tuple(v for k, v in decoded if len(v) >= 4)
 
 
 @functools.lru_cache(maxsize=64)
