@@ -91,7 +91,8 @@ class SampledMetrics:
     preemptions: str | None = None
     """Counter: requests preempted (their KV freed, recomputed later)."""
     retracted: str | None = None
-    """Gauge: requests retracted by the scheduler (SGLang's preemption), at the latest decode step."""
+    """Gauge: requests retracted by the scheduler (SGLang's preemption) at its latest retraction; SGLang keeps that
+    count until the next one (its scheduler sets it only when it retracts)."""
     prefix_cache_queries: str | None = None
     """Counter: prompt tokens looked up in the prefix cache."""
     prefix_cache_hits: str | None = None
@@ -437,6 +438,12 @@ class EngineAdapter:
         """Speculative acceptance between two scrapes (the one computation; engines override it)."""
         return Acceptance(None, None, "/metrics", missing=f"engine {cls.kind!r} exposes no speculative "
                                                           "acceptance counters")
+
+    @classmethod
+    def normalize_metrics(cls, metrics: Metrics) -> Metrics:
+        """One scrape as the engine means it, before the sampler reads its gauges and counters (engines override
+        it: SGLang drops its per-priority breakdown samples and reads its lazily created counters as 0)."""
+        return metrics
 
     @classmethod
     def prefix_cache_hits(cls, before: Metrics, after: Metrics) -> CacheHits:

@@ -14,21 +14,34 @@ from ..core.contract import excerpt
 from ..core.errors import EndpointError
 from .base import Acceptance, CacheHits, EngineAdapter, Fact, KvEvidence, NotExposed, SampledMetrics
 from .logs import SglangLogFacts, is_quantized_kv, normalize_dtype, parse_sglang_log
-from .metrics import Metrics, delta
+from .metrics import Metrics, Sample, delta
 
 # Every SGLang metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
-SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"
-GENERATION_TOKENS = "sglang:generation_tokens"
-SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"
-# Sampled through every perf window (scheduler gauges and tokenizer counters, ../shared/reference/engine.md §1.7:
-# 0.5.9 metrics/collector.py, 0.5.10 observability/metrics_collector.py; not yet checked against a real scrape).
-QUEUE_REQS = "sglang:num_queue_reqs"
-RUNNING_REQS = "sglang:num_running_reqs"
-TOKEN_USAGE = "sglang:token_usage"
-RETRACTED_REQS = "sglang:num_retracted_reqs"
-CACHE_HIT_RATE = "sglang:cache_hit_rate"
-PROMPT_TOKENS = "sglang:prompt_tokens"
-CACHED_TOKENS = "sglang:cached_tokens"
+# Checked against SGLang's source, python/sglang/srt/metrics/collector.py (commits 93d04878, 00ae9c15) and
+# python/sglang/srt/observability/metrics_collector.py (44cedc2b, 016d8605): every name below is defined in all
+# four except spec_verify_calls_total, which only the newest defines (the 0.5.23 wheel has it, engine.md §1.5).
+# Scheduler gauges (SchedulerMetricsCollector) carry model_name, engine_type, tp_rank, pp_rank, moe_ep_rank
+# [+ dp_rank] [+ priority]; tokenizer counters (TokenizerMetricsCollector) carry model_name [+ is_streaming on
+# prompt/generation tokens, + cache_source on cached tokens, in the newer file]. `Metrics.total` sums every label set.
+SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"  # gauge, the last 40-step window
+GENERATION_TOKENS = "sglang:generation_tokens"  # counter sglang:generation_tokens_total
+SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"  # counter sglang:spec_verify_calls_total (newest only)
+# Sampled through every perf window.
+QUEUE_REQS = "sglang:num_queue_reqs"  # gauge
+RUNNING_REQS = "sglang:num_running_reqs"  # gauge
+TOKEN_USAGE = "sglang:token_usage"  # gauge (newest: the fullest of the full/SWA/mamba pools)
+RETRACTED_REQS = "sglang:num_retracted_reqs"  # gauge: requests retracted at the latest retraction (pid label)
+CACHE_HIT_RATE = "sglang:cache_hit_rate"  # gauge
+PROMPT_TOKENS = "sglang:prompt_tokens"  # counter sglang:prompt_tokens_total
+CACHED_TOKENS = "sglang:cached_tokens"  # counter sglang:cached_tokens_total
+# With --enable-priority-scheduling (the newer observability/metrics_collector.py) num_running_reqs and
+# num_queue_reqs hold the total at priority="" and each priority's part again at priority="<int>": summing
+# every sample would count each request twice, so the parts are dropped.
+BREAKDOWN_LABEL = "priority"
+# SGLang's /metrics is prometheus_client's multiprocess collector: a labelled counter has no sample until its
+# first increment. The tokenizer increments cached_tokens_total only when a finished request had cached tokens
+# (`if cached_tokens > 0`), prompt_tokens_total at every finished request: with the latter present, the former
+# absent means 0.
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
 # /server_info keys that make two SGLang deployments comparable in perf (the perf server identity).
 IDENTITY_INFO_KEYS = ("model_path", "tp_size", "dp_size", "ep_size", "kv_cache_dtype", "speculative_algorithm",
@@ -220,11 +233,20 @@ class SglangAdapter(EngineAdapter):
         return self.metrics()
 
     @classmethod
+    def normalize_metrics(cls, metrics: Metrics) -> Metrics:
+        """Drop the per-priority breakdown samples; read an absent cached_tokens_total as 0 where
+        prompt_tokens_total is present (see BREAKDOWN_LABEL and the note below it)."""
+        samples = tuple(s for s in metrics.samples if not s.labels.get(BREAKDOWN_LABEL))
+        if metrics.has(PROMPT_TOKENS) and not metrics.has(CACHED_TOKENS):
+            samples += (Sample(f"{CACHED_TOKENS}_total", {}, 0.0),)
+        return metrics if samples == metrics.samples else Metrics(samples)
+
+    @classmethod
     def acceptance(cls, before: Metrics, after: Metrics) -> Acceptance:
         """Over the window: Δgeneration_tokens / Δspec_verify_calls (0.5.23); else the
         `sglang:spec_accept_length` gauge after the traffic, which covers the last 40-step window only.
         SGLang counts no proposed draft tokens, so there is no acceptance rate."""
-        tokens, verifies = delta(before, after, GENERATION_TOKENS), delta(before, after, SPEC_VERIFY_CALLS)
+        tokens, verifies = _grown(before, after, GENERATION_TOKENS), _grown(before, after, SPEC_VERIFY_CALLS)
         if tokens is not None and verifies:
             return Acceptance(tokens / verifies, None, "/metrics Δgeneration_tokens/Δspec_verify_calls",
                               f"Δ{GENERATION_TOKENS}={tokens:g}, Δ{SPEC_VERIFY_CALLS}={verifies:g}")
@@ -242,7 +264,8 @@ class SglangAdapter(EngineAdapter):
         """Δsglang:cached_tokens / Δsglang:prompt_tokens over the window (tokenizer counters); without them the
         `sglang:cache_hit_rate` gauge after the window, which covers only the scheduler's latest prefill batches
         (the source says so)."""
-        prompt, cached = delta(before, after, PROMPT_TOKENS), delta(before, after, CACHED_TOKENS)
+        before, after = cls.normalize_metrics(before), cls.normalize_metrics(after)
+        prompt, cached = _grown(before, after, PROMPT_TOKENS), _grown(before, after, CACHED_TOKENS)
         if prompt is None or cached is None:
             rates = [sample.value for sample in after.find(CACHE_HIT_RATE)]  # one per scheduler (tp/dp rank)
             gauge = sum(rates) / len(rates) if rates else None
@@ -253,6 +276,15 @@ class SglangAdapter(EngineAdapter):
                              f"and no {CACHE_HIT_RATE} (SGLang needs --enable-metrics)")
         return CacheHits(cached / prompt if prompt > 0 else None, prompt, cached,
                          f"/metrics Δ{CACHED_TOKENS}/Δ{PROMPT_TOKENS} (tokens)")
+
+
+def _grown(before: Metrics, after: Metrics, name: str) -> float | None:
+    """`delta`, and a counter absent before and present after grew from 0 (SGLang creates its labelled counters at
+    their first increment: prompt/generation tokens at the first finished request, verify calls at the first
+    speculative one)."""
+    if not before.has(name) and after.has(name):
+        return after.total(name)
+    return delta(before, after, name)
 
 
 def _sglang_resolved(raw: str) -> str | None:

@@ -113,7 +113,7 @@ def build_samples(engine: type[EngineAdapter], interval_s: float, scrapes: list[
     parsed: list[tuple[float, Metrics]] = []
     for at, text in scrapes:
         try:
-            parsed.append((at, parse_metrics(text)))
+            parsed.append((at, engine.normalize_metrics(parse_metrics(text))))
         except LlmvalError as error:
             samples.failures.append(f"at {at:.1f} s: {error}")
     samples.times_s = [at for at, _ in parsed]
