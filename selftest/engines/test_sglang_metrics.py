@@ -72,6 +72,22 @@ def test_priority_breakdown_is_not_counted_twice():
     assert samples.missing == []
 
 
+def test_tokenizer_counters_split_by_priority_are_summed_whole():
+    """The tokenizer labels each finished request with its own priority (0.5.10.post1 tokenizer_manager.py): a
+    partition, not a breakdown of a total, so none of it is dropped."""
+    def tokens(untagged: int, high: int, cached: int) -> str:
+        return ("# TYPE sglang:prompt_tokens_total counter\n"
+                f'sglang:prompt_tokens_total{{model_name="qwen",priority=""}} {untagged:.1f}\n'
+                f'sglang:prompt_tokens_total{{model_name="qwen",priority="1"}} {high:.1f}\n'
+                "# TYPE sglang:cached_tokens_total counter\n"
+                f'sglang:cached_tokens_total{{cache_source="device",model_name="qwen",priority="1"}} {cached:.1f}\n')
+    samples = _samples(_scheduler((1, 0, 1), (2, 1, 1)) + tokens(100, 100, 50),
+                       _scheduler((0, 0, 0), (2, 1, 1)) + tokens(300, 500, 350))
+    assert samples.counters["prefix_cache_queries"] == [0.0, 600.0]  # (300 + 500) - (100 + 100)
+    assert samples.cache_hits.rate == 0.5  # (350 - 50) / 600
+    assert samples.gauges["waiting"] == [1.0, 0.0]
+
+
 def test_cached_tokens_absent_until_the_first_hit_reads_as_zero():
     samples = _samples(_scheduler((0, 0, 0), (1, 1, 0)) + _tokenizer(400, None),
                        _scheduler((0, 0, 0), (1, 1, 0)) + _tokenizer(900, None),

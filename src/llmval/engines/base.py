@@ -91,8 +91,8 @@ class SampledMetrics:
     preemptions: str | None = None
     """Counter: requests preempted (their KV freed, recomputed later)."""
     retracted: str | None = None
-    """Gauge: requests retracted by the scheduler (SGLang's preemption) at its latest retraction; SGLang keeps that
-    count until the next one (its scheduler sets it only when it retracts)."""
+    """Gauge: requests retracted by the scheduler (SGLang's preemption) since its previous stats log (SGLang 0.5.9 to
+    0.5.23 reset it to 0 after each log, so a retraction between two samples can be missed)."""
     prefix_cache_queries: str | None = None
     """Counter: prompt tokens looked up in the prefix cache."""
     prefix_cache_hits: str | None = None

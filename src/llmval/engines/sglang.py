@@ -17,12 +17,13 @@ from .logs import SglangLogFacts, is_quantized_kv, normalize_dtype, parse_sglang
 from .metrics import Metrics, Sample, delta
 
 # Every SGLang metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
-# Checked against SGLang's source, python/sglang/srt/metrics/collector.py (commits 93d04878, 00ae9c15) and
-# python/sglang/srt/observability/metrics_collector.py (44cedc2b, 016d8605): every name below is defined in all
-# four except spec_verify_calls_total, which only the newest defines (the 0.5.23 wheel has it, engine.md §1.5).
-# Scheduler gauges (SchedulerMetricsCollector) carry model_name, engine_type, tp_rank, pp_rank, moe_ep_rank
-# [+ dp_rank] [+ priority]; tokenizer counters (TokenizerMetricsCollector) carry model_name [+ is_streaming on
-# prompt/generation tokens, + cache_source on cached tokens, in the newer file]. `Metrics.total` sums every label set.
+# Checked in the 0.5.9 wheel's sglang/srt/metrics/collector.py, the 0.5.10.post1 and 0.5.23 wheels'
+# sglang/srt/observability/metrics_collector.py, and the repository at commits 93d04878, 00ae9c15 (metrics/) and
+# 44cedc2b, 016d8605 (observability/): every name below is in all of them except spec_verify_calls_total (0.5.23 and
+# 016d8605 only). Scheduler gauges (SchedulerMetricsCollector) carry model_name, engine_type, tp_rank, pp_rank,
+# moe_ep_rank [+ dp_rank] [+ priority]; tokenizer counters (TokenizerMetricsCollector) carry model_name
+# [+ priority] [+ cache_source on cached tokens from 0.5.9] [+ is_streaming on prompt/generation tokens in 0.5.23].
+# `Metrics.total` sums every label set.
 SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"  # gauge, the last 40-step window
 GENERATION_TOKENS = "sglang:generation_tokens"  # counter sglang:generation_tokens_total
 SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"  # counter sglang:spec_verify_calls_total (newest only)
@@ -30,14 +31,16 @@ SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"  # counter sglang:spec_verify_cal
 QUEUE_REQS = "sglang:num_queue_reqs"  # gauge
 RUNNING_REQS = "sglang:num_running_reqs"  # gauge
 TOKEN_USAGE = "sglang:token_usage"  # gauge (newest: the fullest of the full/SWA/mamba pools)
-RETRACTED_REQS = "sglang:num_retracted_reqs"  # gauge: requests retracted at the latest retraction (pid label)
+RETRACTED_REQS = "sglang:num_retracted_reqs"  # gauge: retracted since the previous stats log (pid label)
 CACHE_HIT_RATE = "sglang:cache_hit_rate"  # gauge
 PROMPT_TOKENS = "sglang:prompt_tokens"  # counter sglang:prompt_tokens_total
 CACHED_TOKENS = "sglang:cached_tokens"  # counter sglang:cached_tokens_total
-# With --enable-priority-scheduling (the newer observability/metrics_collector.py) num_running_reqs and
+# With --enable-priority-scheduling (0.5.10.post1 and 0.5.23, `_log_gauge_queue_count`) num_running_reqs and
 # num_queue_reqs hold the total at priority="" and each priority's part again at priority="<int>": summing
-# every sample would count each request twice, so the parts are dropped.
+# every sample would count each request twice, so those parts are dropped. The tokenizer's counters are split by
+# the same label the other way (each finished request once, under its own priority): they are summed whole.
 BREAKDOWN_LABEL = "priority"
+BROKEN_DOWN = (QUEUE_REQS, RUNNING_REQS)
 # SGLang's /metrics is prometheus_client's multiprocess collector: a labelled counter has no sample until its
 # first increment. The tokenizer increments cached_tokens_total only when a finished request had cached tokens
 # (`if cached_tokens > 0`), prompt_tokens_total at every finished request: with the latter present, the former
@@ -234,9 +237,9 @@ class SglangAdapter(EngineAdapter):
 
     @classmethod
     def normalize_metrics(cls, metrics: Metrics) -> Metrics:
-        """Drop the per-priority breakdown samples; read an absent cached_tokens_total as 0 where
+        """Drop the queue gauges' per-priority breakdown samples; read an absent cached_tokens_total as 0 where
         prompt_tokens_total is present (see BREAKDOWN_LABEL and the note below it)."""
-        samples = tuple(s for s in metrics.samples if not s.labels.get(BREAKDOWN_LABEL))
+        samples = tuple(s for s in metrics.samples if not (s.name in BROKEN_DOWN and s.labels.get(BREAKDOWN_LABEL)))
         if metrics.has(PROMPT_TOKENS) and not metrics.has(CACHED_TOKENS):
             samples += (Sample(f"{CACHED_TOKENS}_total", {}, 0.0),)
         return metrics if samples == metrics.samples else Metrics(samples)
