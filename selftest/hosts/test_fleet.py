@@ -195,3 +195,46 @@ def test_what_collection_built_is_frozen_out_of_the_garbage_collector(pytester):
         """)
     result = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:cacheprovider", "-q")
     assert result.ret == 0, result.stdout.str()[-2000:]
+
+
+def test_a_check_asking_a_fact_not_read_yet_waits_for_its_hosts_thread(tmp_path):
+    """Prefetch: a fact asked before its host's thread came to it is read by that thread, next (`want`), never by
+    the asking thread beside it: the host still sees one command at a time, and every host's thread reads
+    that fact next (the same check runs for the next hosts)."""
+    inventory = load_inventory(make_standins(tmp_path, ["a", "b", "c"], latency_s=0.2))
+    hosts = [(spec, HostFacts(connect(spec, inventory=inventory))) for spec in inventory.hosts]
+    sent: list[tuple[str, str, str]] = []
+    for _, facts in hosts:
+        run = facts.connection.run
+
+        def counting(command, *, _run=run, _name=facts.name, **kwargs):
+            sent.append((_name, threading.current_thread().name, str(command)))
+            return _run(command, **kwargs)
+
+        facts.connection.run = counting  # type: ignore[method-assign]
+    reading = Prefetch(hosts)
+    try:
+        answers = [facts.uname().rc for _, facts in hosts]  # planned last: asked first
+    finally:
+        reading.wait()
+    assert answers == [0, 0, 0]
+    for spec, _ in hosts:
+        own = [(thread, command) for host, thread, command in sent if host == spec.name]
+        assert all(thread.startswith("llmval-prefetch") for thread, _ in own), own
+        commands = [command for _, command in own]
+        assert commands.count("uname -a") == 1 and commands.index("uname -a") <= 1, commands  # next, not last
+        assert len(commands) == len(set(commands)), commands
+
+
+def test_host_checks_run_check_by_check_over_the_hosts(pytester, tmp_path):
+    """A run of several hosts orders the host checks check by check (every host's first check, then every host's
+    second ...), so checks compare one fact while the next is read; one process's verdicts are those of the
+    host-by-host order (the stand-ins are healthy: all pass)."""
+    inventory = make_standins(tmp_path, ["a", "b", "c"])
+    _, outcomes = run_hosts(pytester, "--inventory", str(inventory), "-m", "smoke", "-p", "no:xdist")
+    assert not not_passed(outcomes), not_passed(outcomes)
+    order = [nodeid for nodeid in outcomes if "[" in nodeid]
+    checks = list(dict.fromkeys(nodeid.split("[")[0] for nodeid in order))
+    runs = [nodeid.split("[")[0] for nodeid in order]
+    assert runs == sorted(runs, key=checks.index), order[:12]
+    assert [nodeid.split("[")[1] for nodeid in order[:3]] == ["a]", "b]", "c]"], order[:3]

@@ -9,6 +9,7 @@ import concurrent.futures
 import contextvars
 import dataclasses
 import functools
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -176,6 +177,10 @@ def failure_text(result: CommandResult) -> str:
     return result.failure
 
 
+_IN_FACT = threading.local()
+"""`depth`: how many fact reads this thread is inside (a fact's `read` reading another fact)."""
+
+
 class HostFacts:
     """Facts of one host, each read once (on first use) through its Connection: `facts.<fact name>(*args)`.
 
@@ -190,6 +195,10 @@ class HostFacts:
         self._reading: dict[tuple, threading.Event] = {}
         self._lock = threading.Lock()
         self._paths: dict[tuple, tuple[tuple[str, str], ...]] = {}
+        self._ahead: dict[tuple, threading.Event] = {}
+        """The facts a `Prefetch` thread will read, each set once that thread is done with it (read or left)."""
+        self._ahead_thread: int | None = None
+        self._ahead_by: Prefetch | None = None
 
     def __repr__(self) -> str:
         return f"HostFacts({self.name!r})"
@@ -201,6 +210,15 @@ class HostFacts:
     def read(self, name: str, *args: Any) -> Any:
         """The fact `name` with `args` (memoized, errors included; waits while another thread reads it)."""
         key = (name, *args)
+        ahead = self._ahead.get(key)
+        if ahead is not None and not ahead.is_set() and key not in self._cache \
+                and threading.get_ident() != self._ahead_thread and not getattr(_IN_FACT, "depth", 0):
+            # its Prefetch thread reads it in its turn (the host sees one command at a time): asked now, it is
+            # that thread's next read. A fact read inside another fact's read does not wait (that thread may be
+            # waiting for the outer one): it is read here.
+            if self._ahead_by is not None:
+                self._ahead_by.want(name)
+            ahead.wait()
         while key not in self._cache:
             with self._lock:
                 if key in self._cache:
@@ -215,12 +233,14 @@ class HostFacts:
                 declared = FACTS[name]
                 reads: list[tuple[str, str]] = []
                 token = _READS.set(reads)  # the paths this fact's commands (and the facts it reads) name
+                _IN_FACT.depth = getattr(_IN_FACT, "depth", 0) + 1
                 try:
                     try:
                         result = (True, declared.read(Reader(self, declared), *args))
                     except LlmvalError as error:
                         result = (False, error)
                 finally:
+                    _IN_FACT.depth -= 1
                     _READS.reset(token)
                 self._paths[key] = tuple(dict.fromkeys(reads))  # before the value: a waiting thread reads both
                 self._cache[key] = result
@@ -264,32 +284,58 @@ command took 17.8 s of session with 32 threads, two rounds; one round with 64)."
 
 class Prefetch:
     """Reads every planned fact of the given hosts in the background: one thread per host (at most
-    `max_threads` at once), each host's facts in plan order, so a host sees one command at a time from it.
+    `max_threads` at once), each host's facts one after another, so a host sees one command at a time from it.
     A fact with `ahead_if` is read only when that holds on the facts read before it (`read_ahead`).
 
-    Tests do not wait for the whole read: a test reads its fact through the same `HostFacts`, which hands it
-    over as soon as it is read (or waits for the thread reading it, or reads it itself if no thread has come
-    to it yet), so checks run while slower hosts and later facts are still being read. A hung host holds its
-    own thread for at most its commands' timeouts; the others go on meanwhile. `stop()` leaves the facts
-    not yet started unread (a session that ends early, `-x`)."""
+    Checks do not wait for the whole read: a check that asks for a planned fact not read yet waits for that
+    host's thread, which reads it next (`want`: every host's thread reads that fact next, since the same check
+    runs for the next hosts); facts read inside another fact's read, and unplanned ones, are read by whoever
+    asks. So checks run while later facts are still being read. A hung host holds its own thread for at most
+    its commands' timeouts; the others go on meanwhile. `stop()` leaves the facts not yet started unread (a
+    session that ends early, `-x`): whoever asks for one then reads it."""
 
     def __init__(self, hosts: list[tuple[HostSpec, HostFacts]], *, max_threads: int = MAX_PREFETCH_THREADS):
         self._stopped = threading.Event()
+        self._hosts = hosts
+        self._rank: dict[str, int] = {name: at for at, name in enumerate(FACTS)}
+        self._wants = itertools.count(1)
+        self._rank_lock = threading.Lock()
+        plans = []
+        for spec, facts in hosts:
+            plan = fact_plan(spec)
+            facts._ahead = {(name, *args): threading.Event() for name, args in plan}
+            facts._ahead_by = self
+            plans.append(plan)
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(max_threads, len(hosts))),
                                                            thread_name_prefix="llmval-prefetch")
-        self._futures = [self._pool.submit(self._read_plan, spec, facts) for spec, facts in hosts]
+        self._futures = [self._pool.submit(self._read_plan, plan, facts)
+                         for (_, facts), plan in zip(hosts, plans, strict=True)]
         self._pool.shutdown(wait=False)
 
-    def _read_plan(self, spec: HostSpec, facts: HostFacts) -> None:
-        for name, args in fact_plan(spec):
-            if self._stopped.is_set():
-                return
-            if not read_ahead(FACTS[name], facts):
-                continue
-            try:
-                facts.read(name, *args)
-            except Exception:  # memoized LlmvalErrors re-raise in the test that reads the fact; others re-raise there
-                pass
+    def _read_plan(self, plan: list[tuple[str, tuple]], facts: HostFacts) -> None:
+        facts._ahead_thread = threading.get_ident()
+        left = list(plan)
+        try:
+            while left:
+                with self._rank_lock:
+                    name, args = left.pop(min(range(len(left)), key=lambda i: self._rank[left[i][0]]))
+                if self._stopped.is_set():
+                    return
+                try:
+                    if read_ahead(FACTS[name], facts):
+                        facts.read(name, *args)
+                except Exception:  # memoized LlmvalErrors re-raise in the check that reads the fact; others there
+                    pass
+                finally:
+                    facts._ahead[(name, *args)].set()
+        finally:
+            _release(facts)
+
+    def want(self, name: str) -> None:
+        """A check waits for fact `name`: every host's thread reads it next, after its current read (the last
+        fact asked for first)."""
+        with self._rank_lock:
+            self._rank[name] = -next(self._wants)
 
     def wait(self) -> None:
         """Until every host's planned facts are read (or the prefetch was stopped)."""
@@ -302,6 +348,15 @@ class Prefetch:
         self._stopped.set()
         for future in self._futures:
             future.cancel()
+        for future, (_, facts) in zip(self._futures, self._hosts, strict=True):
+            if future.cancelled():
+                _release(facts)
+
+
+def _release(facts: HostFacts) -> None:
+    """The Prefetch of `facts` reads no more of them: whoever waits for one reads it itself."""
+    for event in facts._ahead.values():
+        event.set()
 
 
 def prefetch(hosts: list[tuple[HostSpec, HostFacts]]) -> None:
