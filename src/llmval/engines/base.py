@@ -98,7 +98,8 @@ class SampledMetrics:
     prefix_cache_hits: str | None = None
     """Counter: prompt tokens found in the prefix cache."""
     prefix_cache_hit_rate: str | None = None
-    """Gauge: the engine's own hit rate (SGLang: of its latest prefill batches)."""
+    """Gauge: the engine's own hit rate (SGLang: of its latest prefill batches, at the latest prefill stats log;
+    0.5.9 and 0.5.10.post1 set it to 0 at every decode stats log)."""
     spec_accept_length: str | None = None
     """Gauge: speculative acceptance length as the engine reports it now (vLLM's is computed from counters:
     `acceptance`)."""

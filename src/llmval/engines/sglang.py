@@ -274,7 +274,8 @@ class SglangAdapter(EngineAdapter):
             gauge = sum(rates) / len(rates) if rates else None
             if gauge is not None:  # the scheduler's own rate, of its latest prefill batches only: said so
                 return CacheHits(gauge, None, None, f"/metrics {CACHE_HIT_RATE} gauge after the window (the "
-                                 f"scheduler's latest prefill batches; no {PROMPT_TOKENS}/{CACHED_TOKENS} counters)")
+                                 f"scheduler's latest prefill batches, 0 after a decode log on 0.5.9/0.5.10; no "
+                                 f"{PROMPT_TOKENS}/{CACHED_TOKENS} counters)")
             return CacheHits(None, None, None, "/metrics", missing=f"/metrics has no {PROMPT_TOKENS}/{CACHED_TOKENS} "
                              f"and no {CACHE_HIT_RATE} (SGLang needs --enable-metrics)")
         return CacheHits(cached / prompt if prompt > 0 else None, prompt, cached,
