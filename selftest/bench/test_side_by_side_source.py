@@ -30,12 +30,17 @@ def vllm_python():
 
 
 def test_both_tools_are_judged_against_the_sources_truth(vllm_python, tmp_path):
-    like = tmp_path / "engine-summary.json"  # the timing an engine had at these points (made up for the test)
+    like = tmp_path / "engine-summary.json"  # an engine's rows at these points (made up for the test)
+
+    def row(where: dict, metric: str, value: float, ci95: list[float]) -> dict:
+        return {**where, "metric": metric, "suite": value, "vllm": value, "ratio": 1.0, "ci95": ci95, "rounds": 4,
+                "within_2pct": ci95[0] >= 0.98 and ci95[1] <= 1.02}
+
     like.write_text(json.dumps({"rows": [
-        {"concurrency": 4, "metric": "ttft_p50_ms", "suite": 40.0, "vllm": 40.0},
-        {"concurrency": 4, "metric": "tpot_p50_ms", "suite": 8.0, "vllm": 8.0},
-        {"rate": 8.0, "metric": "ttft_p50_ms", "suite": 30.0, "vllm": 30.0},
-        {"rate": 8.0, "metric": "tpot_p50_ms", "suite": 6.0, "vllm": 6.0}]}))
+        row({"concurrency": 4}, "ttft_p50_ms", 40.0, [0.9, 1.1]), row({"concurrency": 4}, "tpot_p50_ms", 8.0,
+                                                                       [0.99, 1.01]),
+        row({"rate": 8.0}, "ttft_p50_ms", 30.0, [0.9, 1.1]), row({"rate": 8.0}, "tpot_p50_ms", 6.0, [0.9, 1.1]),
+        {"rate": 9.0, "metric": "ttft_p50_ms", "suite": 30.0, "vllm": 30.0}]}))  # timing only: not attributed
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "llmval", "bench", "--side-by-side", "--calibration-source", "--source-like",
             str(like), "--engine-python", str(vllm_python), "--tokenizer",
@@ -67,3 +72,8 @@ def test_both_tools_are_judged_against_the_sources_truth(vllm_python, tmp_path):
     run = summary["points"][0]["rounds"][0]["suite"]
     assert run["source"]["events"] > 0 and run["source"]["schedule"] == {"ttft_ms": 40.0, "interval_ms": 8.0}
     assert "suite/truth vllm/truth" in done.stdout
+    attribution = {(e["point"], e["metric"]): e for e in json.loads((out / "attribution.json").read_text())}
+    assert set(attribution) == {("C=4", "ttft_p50_ms"), ("C=4", "tpot_p50_ms"), ("R=8/s", "ttft_p50_ms"),
+                                ("R=8/s", "tpot_p50_ms")}
+    assert attribution["C=4", "tpot_p50_ms"]["verdict"] == "shown within 2%"
+    assert attribution["R=8/s", "tpot_p50_ms"]["off"] == []  # both tools time the source's chunks within 2 %

@@ -7,7 +7,9 @@ test needs: chunked frames split anywhere, CRLF line ends, comments, error statu
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import statistics
 
 import pytest
 
@@ -150,13 +152,20 @@ def test_against_the_calibration_source_the_times_are_the_schedule():
         finally:
             await source.close()
 
-    records, idle = asyncio.run(go())
+    gc.disable()  # a full collection of the self-test process's heap mid-stream is a pause of the test, not the client
+    try:
+        records, idle = asyncio.run(go())
+    finally:
+        gc.enable()
     assert idle == 1  # one keep-alive connection, reused
     for record in records:
         assert record.success, record.error
         assert (record.chunks, record.output_tokens) == (5, 9)  # 1 + 2 + 2 + 2 + 2 tokens
-        assert record.ttft_s == pytest.approx(0.05, abs=0.02)
-        assert record.latency_s - record.ttft_s == pytest.approx(0.04, abs=0.02)
+        # never before the schedule; later only by what a loaded 2-core box adds
+        assert 0.05 <= record.ttft_s < 0.05 + 0.1
+        assert 0.04 - 0.005 <= record.latency_s - record.ttft_s < 0.04 + 0.1
+    assert statistics.median(r.ttft_s for r in records) == pytest.approx(0.05, abs=0.02)
+    assert statistics.median(r.latency_s - r.ttft_s for r in records) == pytest.approx(0.04, abs=0.02)
 
 
 def test_an_idle_connection_the_server_closed_is_replaced():

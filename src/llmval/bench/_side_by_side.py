@@ -438,7 +438,7 @@ def attribute(engine_rows: list[dict], source_rows: list[dict], tolerance: float
 
     truth = {key(r): r for r in source_rows if "truth" in r}
     out = []
-    for row in engine_rows:
+    for row in (r for r in engine_rows if "ratio" in r and "ci95" in r):  # side-by-side rows, not timing-only ones
         entry = {"point": _where(row), "metric": row["metric"], "engine_ratio": row["ratio"],
                  "engine_ci95": row["ci95"], "engine_rounds": row["rounds"], "within": row["within_2pct"]}
         source = truth.get(key(row))
