@@ -157,7 +157,7 @@ def test_the_source_takes_the_engines_timing_point_by_point_from_its_summary():
                         {"rate": 30.0, "metric": "ttft_p50_ms", "suite": 22.0, "vllm": 23.0},
                         {"rate": 30.0, "metric": "tpot_p50_ms", "suite": 2.9, "vllm": 2.9},
                         {"rate": 59.0, "metric": "ttft_p50_ms", "suite": 26.0, "vllm": 30.0}]}  # no TPOT: no schedule
-    schedules = engine_like_schedules(summary, output_len=128)
+    schedules = engine_like_schedules(summary["rows"], output_len=128)
     assert set(schedules) == {("concurrency", 64.0), ("rate", 30.0)}
     c64 = schedules[("concurrency", 64.0)]
     assert c64.ttft_s == pytest.approx(0.144) and c64.interval_s == pytest.approx(0.00371)

@@ -150,14 +150,19 @@ def truth_metrics(truth: Truth) -> dict[str, float]:
             "tpot_p50_ms": truth.tpot_ms}
 
 
-def engine_like_schedules(summary: dict, output_len: int) -> dict[tuple[str, float], Schedule]:
-    """Per point of an engine side by side (`summary.json`): a source schedule with the engine's timing there
-    (TTFT = the two tools' mean TTFT p50, one token per chunk every mean TPOT p50), so each tool meets the same
-    concurrency, event rate and latencies as on the engine, with the truth known."""
+def _point_of(row: dict) -> tuple[str, float]:
+    """The (kind, value) point a summary row belongs to: ("concurrency", 64.0) or ("rate", 30.0)."""
+    kind = "concurrency" if "concurrency" in row else "rate"
+    return kind, float(row[kind])
+
+
+def engine_like_schedules(rows: list[dict], output_len: int) -> dict[tuple[str, float], Schedule]:
+    """Per point of an engine side by side (the rows of its `summary.json`): a source schedule with the engine's
+    timing there (TTFT = the two tools' mean TTFT p50, one token per chunk every mean TPOT p50), so each tool meets
+    the same concurrency, event rate and latencies as on the engine, with the truth known."""
     by_point: dict[tuple[str, float], dict[str, float]] = {}
-    for row in summary.get("rows", []):
-        kind = "concurrency" if "concurrency" in row else "rate"
-        by_point.setdefault((kind, float(row[kind])), {})[row["metric"]] = (row["suite"] + row["vllm"]) / 2
+    for row in rows:
+        by_point.setdefault(_point_of(row), {})[row["metric"]] = (row["suite"] + row["vllm"]) / 2
     return {point: Schedule(ttft_s=m["ttft_p50_ms"] / 1000, interval_s=m["tpot_p50_ms"] / 1000, output_len=output_len)
             for point, m in by_point.items() if m.get("ttft_p50_ms") and m.get("tpot_p50_ms")}
 
@@ -433,15 +438,12 @@ def attribute(engine_rows: list[dict], source_rows: list[dict], tolerance: float
     95 % CI holds it says if those errors explain what the engine showed. Off tools: the engine's ratio is their
     error. Neither off: the interval's width is the engine's own variation between rounds.
     """
-    def key(row: dict) -> tuple:
-        return ("concurrency", row["concurrency"]) if "concurrency" in row else ("rate", row["rate"]), row["metric"]
-
-    truth = {key(r): r for r in source_rows if "truth" in r}
+    truth = {(_point_of(r), r["metric"]): r for r in source_rows if "truth" in r}
     out = []
     for row in (r for r in engine_rows if "ratio" in r and "ci95" in r):  # side-by-side rows, not timing-only ones
         entry = {"point": _where(row), "metric": row["metric"], "engine_ratio": row["ratio"],
                  "engine_ci95": row["ci95"], "engine_rounds": row["rounds"], "within": row["within_2pct"]}
-        source = truth.get(key(row))
+        source = truth.get((_point_of(row), row["metric"]))
         if source is None:
             out.append({**entry, "off": None, "verdict": "no source row at this point: not attributed"})
             continue
@@ -580,14 +582,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     schedules: dict[tuple[str, float], Schedule] = {}
+    engine_rows: list[dict] = []  # read once: the source's schedules now, the attribution after the run
     if args.source_like is not None:
         if not args.calibration_source:
             sys.exit("--source-like is for --calibration-source")
+        engine_rows = _read_rows(args.source_like)
         try:
-            for path in args.source_like:
-                schedules |= engine_like_schedules(json.loads(path.read_text(encoding="utf-8")), args.output_len)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            sys.exit(f"--source-like {path}: not an engine side by side's summary.json ({error})")
+            schedules = engine_like_schedules(engine_rows, args.output_len)
+        except (ValueError, KeyError, TypeError) as error:
+            sys.exit(f"--source-like {' '.join(map(str, args.source_like))}: not an engine side by side's "
+                     f"summary.json ({error})")
         if args.rates == "auto":
             args.rates = ",".join(f"{value:g}" for value in sorted(v for k, v in schedules if k == "rate")) or "none"
     with contextlib.ExitStack() as stack:
@@ -615,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{where:>12} {row['metric']:<13} {row['suite']:>10.2f} {row['vllm']:>10.2f} {row['ratio']:>7.4f} "
               f"[{row['ci95'][0]:.4f}, {hi if hi is None else f'{hi:.4f}'}]  {row['rounds']}{against}")
     if args.calibration_source and args.source_like:
-        entries = attribute(_read_rows(args.source_like), rows)
+        entries = attribute(engine_rows, rows)
         (args.out / "attribution.json").write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
         print_attribution(entries)
     print(json.dumps({"summary": str(args.out / "summary.json"), "rows": len(rows),
