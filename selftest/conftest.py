@@ -10,6 +10,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 # --- the real local engine, for self-tests marked `engine` -------------------------------------------------
+import contextlib  # noqa: E402
 import fcntl  # noqa: E402
 import tomllib  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -46,14 +47,36 @@ def engine_inventory(folder: Path, port: int, **endpoint_changes) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def engine_lock():
-    """Holds the machine-wide lock that allows one extra engine at a time."""
+def require_engine_venv(what: str = "the local engine") -> Path:
+    """The engine's venv python; without it the test fails in CI (where set-up installs it) and skips elsewhere."""
     if not ENGINE_PYTHON.exists():
-        message = f"the local engine is not set up ({ENGINE_PYTHON} missing): run scripts/setup_local_engine.sh"
+        message = f"{what} is not set up ({ENGINE_PYTHON} missing): run scripts/setup_local_engine.sh"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+    return ENGINE_PYTHON
+
+
+@contextlib.contextmanager
+def launched(path: Path, folder: Path):
+    """The stack of the inventory at `path` launched (its logs under `folder/launch`), stopped on exit."""
+    from llmval.inventory import load_inventory
+    from llmval.io.transport import connect
+    from llmval.launch import Stack
+
+    inventory = load_inventory(path)
+    stack = Stack(inventory, lambda name: connect(inventory.host(name)), folder / "launch", say=lambda _: None)
+    try:
+        stack.launch()
+        yield
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="session")
+def engine_lock():
+    """Holds the machine-wide lock that allows one extra engine at a time."""
+    require_engine_venv()
     with open(ENGINE_LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
@@ -65,16 +88,7 @@ def live_engine(engine_lock, tmp_path_factory):
     """The real local engine (vLLM on CPU) on its self-test port, up for one module: the inventory's path.
 
     Module scope, so it never runs beside the engines other engine self-tests start and stop themselves."""
-    from llmval.inventory import load_inventory
-    from llmval.io.transport import connect
-    from llmval.launch import Stack
-
     folder = tmp_path_factory.mktemp("engine")
     path = engine_inventory(folder, SELFTEST_ENGINE_PORT)
-    inventory = load_inventory(path)
-    stack = Stack(inventory, lambda name: connect(inventory.host(name)), folder / "launch", say=lambda _: None)
-    try:
-        stack.launch()
+    with launched(path, folder):
         yield path
-    finally:
-        stack.stop()

@@ -16,17 +16,12 @@ import pytest
 
 from llmval.bench._source import Schedule
 
-from ..conftest import ENGINE_PYTHON, ROOT
+from ..conftest import ROOT, require_engine_venv
 
 
 @pytest.fixture
 def vllm_python():
-    if not ENGINE_PYTHON.exists():
-        message = f"`vllm bench serve` is not set up ({ENGINE_PYTHON} missing): run scripts/setup_local_engine.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return ENGINE_PYTHON
+    return require_engine_venv("`vllm bench serve`")
 
 
 def test_both_tools_are_judged_against_the_sources_truth(vllm_python, tmp_path):

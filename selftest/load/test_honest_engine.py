@@ -20,7 +20,7 @@ import tomllib
 import pytest
 import tomli_w
 
-from selftest.conftest import engine_inventory
+from selftest.conftest import engine_inventory, launched
 from selftest.strategies import ROOT
 
 from .test_hostload import orphan_burners, stop
@@ -46,21 +46,12 @@ def one_cpu_inventory(folder) -> dict:
 @pytest.fixture(scope="module")
 def slow_engine(engine_lock, tmp_path_factory):
     """The real local engine on one CPU, up for this module: the inventory document (a dict)."""
-    from llmval.inventory import load_inventory
-    from llmval.io.transport import connect
-    from llmval.launch import Stack
-
     folder = tmp_path_factory.mktemp("slow-engine")
     document = one_cpu_inventory(folder)
     path = folder / "one-cpu.toml"
     path.write_text(tomli_w.dumps(document))
-    inventory = load_inventory(path)
-    stack = Stack(inventory, lambda name: connect(inventory.host(name)), folder / "launch", say=lambda _: None)
-    try:
-        stack.launch()
+    with launched(path, folder):
         yield document
-    finally:
-        stack.stop()
 
 
 def run_perf(pytester, document: dict, *args: str) -> tuple[pytest.RunResult, list[dict]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import tomllib
@@ -24,6 +25,27 @@ def run_perf(pytester: pytest.Pytester, *args: str, timeout: int = 120) -> pytes
                         str(ROOT / "tests" / "perf"), *args, timeout=timeout)
 
 
+# local.toml's gates that stay absolute numbers on the stub, whose numbers are not the local engine's
+ABSOLUTE_ON_THE_STUB = ("output_tok_s_min", "ttft_p99_ms_max", "throughput_concurrency", "machine")
+
+
+@contextlib.contextmanager
+def stub_inventory(pytester: pytest.Pytester, *, drop: tuple[str, ...] = ABSOLUTE_ON_THE_STUB, **gate_changes):
+    """local.toml's local-vllm pointed at the stub perf server, its first perf section small (3 requests at C=1,
+    in 16 / out 8) with `gate_changes` and without the `drop` keys: the inventory's path, the stub up meanwhile."""
+    data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
+    endpoint = next(e for e in data["endpoints"] if e["name"] == "local-vllm")
+    gate = data["perf"][0]
+    gate.update(c1_requests=3, warmup_requests=1, output_len=8, input_len=16, **gate_changes)
+    for key in drop:
+        gate.pop(key, None)
+    with stub_perf_server(endpoint["model"]) as base_url:
+        endpoint["base_url"] = base_url
+        inventory = pytester.path / "stub.toml"
+        inventory.write_text(tomli_w.dumps(data))
+        yield inventory
+
+
 def test_perf_under_xdist_is_a_usage_error_naming_the_fix(pytester):
     result = run_perf(pytester, "-n", "2", "--inventory", str(ROOT / "inventories" / "kpro6.toml"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -40,16 +62,7 @@ def test_perf_under_replay_skips_saying_timings_are_not_replayable(pytester):
 
 def test_perf_plugin_wires_the_session_to_a_stub_server(pytester):
     """Without the engine: the session measures each run once, says so on the terminal, and writes its JSON."""
-    data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
-    endpoint = next(e for e in data["endpoints"] if e["name"] == "local-vllm")
-    gate = data["perf"][0]
-    gate.update(c1_requests=3, warmup_requests=1, output_len=8, input_len=16, decode_tok_s_c1_min=1e6)
-    for key in ("output_tok_s_min", "ttft_p99_ms_max", "throughput_concurrency", "machine"):  # absolute gates
-        gate.pop(key, None)
-    with stub_perf_server(endpoint["model"]) as base_url:
-        endpoint["base_url"] = base_url
-        inventory = pytester.path / "stub.toml"
-        inventory.write_text(tomli_w.dumps(data))
+    with stub_inventory(pytester, decode_tok_s_c1_min=1e6) as inventory:
         result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "decode or acceptance",
                           "--perf-baseline-dir", str(pytester.path / "baselines"),
                           "--perf-lock", str(pytester.path / "perf.lock"),
@@ -65,17 +78,9 @@ def test_perf_plugin_wires_the_session_to_a_stub_server(pytester):
 def test_engine_metrics_of_every_perf_run_reach_results_json(pytester):
     """The stub's vLLM-named /metrics, sampled through both runs: measured values in results.json, samples in the
     run's JSON, the preemption gate judged on them."""
-    data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
-    endpoint = next(e for e in data["endpoints"] if e["name"] == "local-vllm")
-    gate = data["perf"][0]
-    gate.update(c1_requests=3, warmup_requests=1, output_len=8, input_len=16, throughput_concurrency=2,
-                requests_per_concurrency=1, metrics_interval_s=0.05, preemptions_max=0)
-    for key in ("output_tok_s_min", "ttft_p99_ms_max", "decode_tok_s_c1_min"):
-        gate.pop(key, None)
-    with stub_perf_server(endpoint["model"]) as base_url:
-        endpoint["base_url"] = base_url
-        inventory = pytester.path / "stub.toml"
-        inventory.write_text(tomli_w.dumps(data))
+    with stub_inventory(pytester, drop=("output_tok_s_min", "ttft_p99_ms_max", "decode_tok_s_c1_min"),
+                        throughput_concurrency=2, requests_per_concurrency=1, metrics_interval_s=0.05,
+                        preemptions_max=0) as inventory:
         result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "engine_",
                           "--perf-baseline-dir", str(pytester.path / "baselines"),
                           "--perf-lock", str(pytester.path / "perf.lock"),
@@ -110,18 +115,9 @@ def test_gate_raised_above_capability_fails_with_measured_and_required_numbers(p
 def test_baseline_is_saved_then_compared_through_the_contract(pytester):
     """Two sessions against the stub: the first skips (no baseline) and saves one, the second judges
     perf.baseline.c1 against it, naming the baseline file; an absolute section stores no calibration."""
-    data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
-    endpoint = next(e for e in data["endpoints"] if e["name"] == "local-vllm")
-    gate = data["perf"][0]
-    gate.update(c1_requests=3, warmup_requests=1, output_len=8, input_len=16, baseline_tolerance=0.9)
-    for key in ("output_tok_s_min", "ttft_p99_ms_max", "throughput_concurrency", "machine"):  # absolute gates
-        gate.pop(key, None)
     args = ("-p", "no:xdist", "-k", "baseline and c1", "--perf-baseline-dir", str(pytester.path / "baselines"),
             "--perf-lock", str(pytester.path / "perf.lock"), "--perf-allow-busy-host")
-    with stub_perf_server(endpoint["model"]) as base_url:
-        endpoint["base_url"] = base_url
-        inventory = pytester.path / "stub.toml"
-        inventory.write_text(tomli_w.dumps(data))
+    with stub_inventory(pytester, baseline_tolerance=0.9) as inventory:
         first = run_perf(pytester, "--inventory", str(inventory), "--perf-save-baseline", "-rs", *args)
         [saved] = (pytester.path / "baselines").rglob("*.json")
         second = run_perf(pytester, "--inventory", str(inventory), *args)
