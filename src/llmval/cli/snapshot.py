@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CommandFailed, LlmvalError
-from ..engines import adapter_for, detect_engine, launch_log_path
+from ..engines import adapter_for, detect_engine, launch_log_of
 from ..hostfacts import HostFacts, log_command
 from ..inventory import EndpointSpec, HostSpec, Inventory, Source, load_inventory
 from ..io.http import endpoint_client
@@ -383,12 +383,9 @@ def _log_reader(spec: EndpointSpec, inventory: Inventory,
     """The engine log as the contract reads it; `launch`: the log `--launch` keeps under ./reports/launch/."""
     if not spec.logs or not spec.host:
         return None
-    launch_path = None
-    if spec.logs == "launch":
-        steps = [s for s in (inventory.launch.start if inventory.launch else []) if s.background]
-        if not steps:
-            return None
-        launch_path = launch_log_path(steps[0].name or steps[0].run[:60], Path("reports"))
+    launch_path = launch_log_of(inventory, Path("reports")) if spec.logs == "launch" else None
+    if spec.logs == "launch" and launch_path is None:
+        return None
     command = log_command(spec.logs, launch_path=launch_path)
 
     def read() -> str:

@@ -35,8 +35,10 @@ def _slug(text: str) -> str:
 
 
 def launch_log_path(step_name: str, reports_dir: Path) -> str:
-    """The log of a `--launch` background step, relative to the working directory when it is below it."""
-    path = (reports_dir / "launch" / f"start-{_slug(step_name)}.log").resolve()
+    """The log of a `--launch` background step, relative to the working directory when it is below it. The link
+    `--launch` keeps there is named, not followed: it is the latest launch's log whenever the read runs, and a
+    recording names the link, not one run's folder (`reports/launch/<run>/`)."""
+    path = Path(os.path.abspath(reports_dir / "launch" / f"start-{_slug(step_name)}.log"))
     try:
         return os.path.relpath(path) if Path.cwd() in path.parents else str(path)
     except ValueError:

@@ -84,7 +84,8 @@ LOG_LAUNCH = Command(
     # candidates: this run's reports, then the default reports/; the first readable wins
     'for f in {paths*}; do if [ -r "$f" ]; then ' + _from_last_start('"$f"') + "; exit 0; fi; done; "
     "echo 'llmval: cannot read the launch log: '{message} >&2; exit 3",
-    paths=PATH, message=TEXT, derive={"message": lambda args: " or ".join(args["paths"])})
+    paths=PATH, message=TEXT, derive={"message": lambda args: " or ".join(args["paths"])},
+    suite_args=("paths", "message"))  # where the suite's reports are: a replay answers "the launch log" of the host
 allow(LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH)
 
 

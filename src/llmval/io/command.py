@@ -53,10 +53,11 @@ _RENDERING = object()
 Key = tuple[str, tuple[tuple[str, Any], ...]]
 
 
-def _key(name: str, args: Mapping[str, Any]) -> Key:
-    """(family name, its arguments as text, sorted): equal for a rendering and the match of its text."""
+def _key(name: str, args: Mapping[str, Any], suite_args: frozenset[str] = frozenset()) -> Key:
+    """(family name, its arguments as text, sorted): equal for a rendering and the match of its text. The
+    family's `suite_args` are left out: they say where this checkout keeps its files, not what the host is."""
     return name, tuple(sorted((k, tuple(str(x) for x in v) if isinstance(v, (list, tuple)) else str(v))
-                              for k, v in args.items()))
+                              for k, v in args.items() if k not in suite_args))
 
 
 class Rendered(str):
@@ -82,7 +83,7 @@ class Rendered(str):
     @property
     def key(self) -> Key:
         """(family name, arguments): what a replay answers by."""
-        return _key(self.family.name, self.args)
+        return _key(self.family.name, self.args, self.family.suite_args)
 
 
 @dataclass(frozen=True)
@@ -95,13 +96,18 @@ class Command:
     derive: dict[str, Callable[[dict[str, Any]], Any]] = field(default_factory=dict)
     """Arguments computed from the others (e.g. a message naming the paths): `render` fills them in and
     `match` refuses a command where they differ."""
+    suite_args: frozenset[str] = frozenset()
+    """Arguments that name where the running suite keeps its own files (the `--launch` log under its reports
+    folder), not a fact of the host: a replay answers the family whatever they are, since the checkout that
+    replays keeps its reports elsewhere than the one that recorded (issue 34.0)."""
 
     def __init__(self, name: str, template: str, /, *, derive: dict[str, Callable[[dict[str, Any]], Any]] | None = None,
-                 **kinds: Kind):
+                 suite_args: tuple[str, ...] = (), **kinds: Kind):
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "template", template)
         object.__setattr__(self, "kinds", kinds)
         object.__setattr__(self, "derive", dict(derive or {}))
+        object.__setattr__(self, "suite_args", frozenset(suite_args))
         missing = {f.rstrip("*~") for f in self.fields} - kinds.keys()
         if missing:
             raise TypeError(f"command {name!r}: give the kind of {sorted(missing)} (e.g. path=PATH)")
@@ -246,5 +252,5 @@ def command_key(command: str) -> Key | None:
     for family in COMMANDS.values():
         args = family.match(command)
         if args is not None:
-            return _key(family.name, args)
+            return _key(family.name, args, family.suite_args)
     return None
