@@ -24,4 +24,5 @@ def test_tool_call_accuracy_rate(endpoint, tool_call_sweep, expect, variant, cat
     expect(endpoint.name, f"accuracy.tool_calls.{category}.{variant}", expected=f">= {gate}",
            observed=f"{cell.accurate}/{cell.samples} = {cell.accuracy or 0:.2f}; problems {cell.problems}",
            ok=cell.samples > 0 and (cell.accuracy or 0) >= gate,
-           hint="see reports/toolcalls/<endpoint>/ for each wrong answer", evidence=" || ".join(cell.examples))
+           hint=tool_call_sweep.hint(cell, "see reports/toolcalls/<endpoint>/ for each wrong answer"),
+           evidence=" || ".join(cell.examples))

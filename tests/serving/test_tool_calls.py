@@ -9,6 +9,8 @@ from llmval.toolcalls import CATEGORIES
 
 pytestmark = [pytest.mark.serving]
 VARIANTS = ("strict", "free")
+VALIDITY_HINT = ("read the saved answers; schema errors with free tools: send tools with strict=true; truncation: "
+                 "raise max_tokens or fix streaming (qwen3_coder buffers large values)")
 
 
 @pytest.mark.parametrize("category", CATEGORIES)
@@ -25,6 +27,5 @@ def test_tool_call_validity_rate(endpoint, tool_call_sweep, expect, variant, cat
     expect(endpoint.name, f"serving.tool_calls.{category}.{variant}.validity", expected=f">= {gate}",
            observed=f"{cell.valid}/{cell.samples} = {cell.validity or 0:.2f}; problems {cell.problems}",
            ok=cell.samples > 0 and (cell.validity or 0) >= gate,
-           hint="read the saved answers; schema errors with free tools: send tools with strict=true; truncation: "
-                "raise max_tokens or fix streaming (qwen3_coder buffers large values)",
+           hint=tool_call_sweep.hint(cell, VALIDITY_HINT),
            evidence=" || ".join(cell.examples))

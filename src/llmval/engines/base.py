@@ -182,7 +182,7 @@ class EngineAdapter:
 
     Class-level knowledge (usable without an endpoint, e.g. by `llmval.load` and `llmval.needle`):
     `kind`, `has_version`, `has_health`, `load_counters`, `acceptance`, `identity_info_paths`/`identity_extras`,
-    `tokenize_form`, `thinking_off` and `honours_ignore_eos`.
+    `tokenize_form`, `thinking_off`, `honours_ignore_eos` and `abort_hint`.
     """
 
     kind: ClassVar[str] = "openai"
@@ -206,6 +206,10 @@ class EngineAdapter:
     """Whether the server honours `ignore_eos` (every request then generates exactly `max_tokens`)."""
     identity_info_paths: ClassVar[tuple[str, ...]] = ()
     """GET paths (first that answers 200) whose JSON `identity_extras` reads into a perf server identity."""
+    abort_hint: ClassVar[str] = (
+        "the engine answered finish_reason \"abort\": it stopped the generation itself; read the server log at the "
+        "request's time for the reason it gives")
+    """What an answer's finish_reason "abort" means on this engine and where its owner looks (tool-call verdicts)."""
 
     def __init__(self, spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
                  state: EndpointState | None = None):

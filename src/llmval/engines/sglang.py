@@ -78,6 +78,21 @@ class SglangAdapter(EngineAdapter):
     thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
     honours_ignore_eos = True
     identity_info_paths = SERVER_INFO_PATHS
+    # SGLang 0.5.17 answers a 200 with finish_reason "abort" (FINISH_ABORT without a status code) when the
+    # grammar rejects the token the model sampled: scheduler_components/batch_result_processor.py logs
+    # "Grammar accept_token failed for req <rid> with token <id>: <error>" and counts
+    # sglang:num_grammar_aborted_total. With tools, SGLang constrains tool_choice "required" (or a named tool) by
+    # the --tool-call-parser's structural tag (hermes: <tool_call>...) or a JSON schema, and keeps special
+    # tokens in content (skip_special_tokens=False): an EOS such as <|endoftext|> mid-JSON is that rejected
+    # token. The other graceful aborts are an /abort_request or a session's cleanup, not the model's output.
+    # A grammar that fails to compile aborts with 400 instead (an http_error naming "Failed to compile").
+    abort_hint = (
+        "SGLang aborted the constrained generation (finish_reason \"abort\"): its grammar backend rejected the "
+        "token the model sampled (tool_choice \"required\" is constrained by the tool-call parser's structural tag "
+        "or a JSON schema). Look in the server log for \"Grammar accept_token failed for req ... with token ...\" "
+        "(and sglang:num_grammar_aborted_total in /metrics); try another --grammar-backend (xgrammar is the "
+        "default; llguidance, outlines), check that --tool-call-parser fits the model's chat template, and "
+        "compare with tool_choice \"auto\"")
     sampled_metrics = SampledMetrics(waiting=QUEUE_REQS, running=RUNNING_REQS, kv_cache_usage=TOKEN_USAGE,
                                      retracted=RETRACTED_REQS, prefix_cache_queries=PROMPT_TOKENS,
                                      prefix_cache_hits=CACHED_TOKENS, prefix_cache_hit_rate=CACHE_HIT_RATE,

@@ -55,6 +55,12 @@ class SweepResult:
 
     tallies: dict[tuple[str, str], Tally] = field(default_factory=dict)
     failures_dir: Path | None = None
+    abort_hint: str = ""
+    """What the engine's finish_reason "abort" means and where its owner looks (the adapter's `abort_hint`)."""
+
+    def hint(self, cell: Tally, otherwise: str) -> str:
+        """The engine's abort hint where the cell holds an abort (the cause comes first), else `otherwise`."""
+        return self.abort_hint if cell.problems.get("engine_abort") and self.abort_hint else otherwise
 
     def cell(self, variant: str, category: str) -> Tally:
         return self.tallies.setdefault((variant, category), Tally())
@@ -95,7 +101,8 @@ def run_case(adapter: EngineAdapter, case: ToolCase, *, variant: str, tool_choic
     else:
         data = response.json()
         verdict = judge(case, Answer.from_completion(data), max_tokens=case.max_tokens)
-        reference = verdict.calls
+        # An aborted answer's calls (none, or half of one) are no reference: the stream is judged on its own.
+        reference = None if verdict.is_engine_abort else verdict.calls
         record = {"response_status": 200, "response": data}
     saved = None
     if not verdict.is_accurate:
@@ -131,7 +138,7 @@ def _record(case: ToolCase, body: dict, verdict: Verdict, response: dict) -> dic
 def run_sweep(adapter: EngineAdapter, cases: list[ToolCase], *, variants: list[str], tool_choice: str,
               failures_dir: Path | None = None, progress: Callable[[str], None] | None = None) -> SweepResult:
     """Every case × variant × (non-stream, stream); EndpointError propagates (the endpoint stopped answering)."""
-    result = SweepResult(failures_dir=failures_dir)
+    result = SweepResult(failures_dir=failures_dir, abort_hint=adapter.abort_hint)
     for variant in variants:
         for category in CATEGORIES:
             for case in (c for c in cases if c.category == category):

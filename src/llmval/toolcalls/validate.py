@@ -6,6 +6,11 @@ tool's schema (jsonschema); the answer is not truncated, even when the engine sa
 below `max_tokens`; no tool-call markup leaks into `content` or reasoning; a streamed answer joins to the
 same calls as the non-streamed one. Accurate: valid, and the calls equal the expected calls exactly
 (names and argument values; order-free for parallel calls).
+
+An answer with `finish_reason="abort"` was stopped by the engine itself (SGLang aborts a constrained generation
+when its grammar backend rejects a token): that is the one problem named, `engine_abort`, and what it left
+behind (no tool call, markup in content, half a JSON object, a stream that differs) is quoted in its detail as
+its consequences, not counted as findings of their own.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from .catalogue import MARKUP_SENTINELS, ToolCase
 from .stream import REASONING_KEYS
 
 EXCERPT_CHARS = 160
+ABORT_FINISH_REASON = "abort"
+"""The finish_reason of a generation the engine stopped itself (SGLang's FINISH_ABORT; vLLM's FinishReason.ABORT)."""
 
 
 @dataclass(frozen=True)
@@ -26,8 +33,9 @@ class Problem:
     """One reason an answer is not valid or not accurate, with a short quoted excerpt."""
 
     kind: str
-    """no_tool_call, http_error, not_json, not_object, schema, truncated, markup_leak, stream_mismatch,
-    unknown_tool, wrong_calls; stream_divergence is a note (valid, same call shape, other values)."""
+    """engine_abort, no_tool_call, http_error, not_json, not_object, schema, truncated, markup_leak,
+    stream_mismatch, unknown_tool, wrong_calls; stream_divergence is a note (valid, same call shape, other
+    values). engine_abort stands alone: the others it caused are in its detail."""
     detail: str
     excerpt: str = ""
 
@@ -68,6 +76,11 @@ class Verdict:
     problems: list[Problem] = field(default_factory=list)
     calls: list[tuple[str, object]] = field(default_factory=list)
     """(name, parsed arguments) as they came back."""
+
+    @property
+    def is_engine_abort(self) -> bool:
+        """The engine stopped this generation itself: its calls are no reference for another answer."""
+        return any(p.kind == "engine_abort" for p in self.problems)
 
 
 def excerpt(text: str, needle: str = "", limit: int = EXCERPT_CHARS) -> str:
@@ -143,6 +156,8 @@ def judge(case: ToolCase, answer: Answer, *, max_tokens: int, reference: list[tu
         elif got != want:
             problems.append(Problem("stream_mismatch", "streamed deltas do not join to the non-streamed calls",
                                     excerpt(f"stream={got} non-stream={want}")))
+    if answer.finish_reason == ABORT_FINISH_REASON:
+        return Verdict(False, False, [_engine_abort(answer, problems)], calls)
     is_valid = not problems
     wrong = []
     if is_valid:
@@ -152,6 +167,17 @@ def judge(case: ToolCase, answer: Answer, *, max_tokens: int, reference: list[tu
             wrong.append(Problem("wrong_calls", f"{len(calls)} call(s), expected {len(case.expected)}; values differ",
                                  excerpt(f"got={got}")))
     return Verdict(is_valid, is_valid and not wrong, problems + wrong + notes, calls)
+
+
+def _engine_abort(answer: Answer, consequences: list[Problem]) -> Problem:
+    """The engine's abort as the one problem, what it left behind folded into the detail."""
+    tokens = "" if answer.completion_tokens is None else f" after {answer.completion_tokens} completion token(s)"
+    detail = f"finish_reason={ABORT_FINISH_REASON}{tokens}: the engine stopped the generation itself"
+    if consequences:
+        detail += "; consequences: " + ", ".join(dict.fromkeys(p.kind for p in consequences))
+    arguments = next((c.get("function", {}).get("arguments") for c in answer.tool_calls
+                      if isinstance(c.get("function", {}).get("arguments"), str)), "")
+    return Problem("engine_abort", detail, excerpt(answer.content or answer.reasoning or arguments))
 
 
 def _shape(calls: list[tuple[str, object]]) -> list[str]:
