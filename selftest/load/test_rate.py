@@ -112,7 +112,7 @@ def test_sweep_plot_is_written(tmp_path):
 
 @given(count=st.integers(1, 300), rate=st.floats(0.01, 1e4), seed=st.integers())
 def test_vllm_arrivals_end_at_n_over_r_never_go_back_and_repeat(count, rate, seed):
-    from llmval.load._rate import vllm_offsets
+    from llmval.load import vllm_offsets
 
     offsets = vllm_offsets(count, rate, seed)
     assert len(offsets) == count and offsets[0] > 0
@@ -122,7 +122,7 @@ def test_vllm_arrivals_end_at_n_over_r_never_go_back_and_repeat(count, rate, see
 
 
 def test_vllm_arrivals_are_exponential_before_the_rescale():
-    from llmval.load._rate import vllm_offsets
+    from llmval.load import vllm_offsets
 
     offsets = vllm_offsets(20000, 5.0, "seed")
     gaps = [b - a for a, b in itertools.pairwise(offsets)]

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from ..load._rate import vllm_offsets
+from ..load._arrivals import vllm_offsets
 from ..load._request import completion_payload
 from ..load._runner import _run_batch
 from ..load._stats import percentile

@@ -79,7 +79,7 @@ class Schedule:
 
     def rate_truth(self, *, output_len: int, num_requests: int, rate: float) -> Truth:
         """What a perfect client measures at request rate `rate`, arrivals drawn as `vllm bench serve` draws them
-        (`llmval.load._rate.vllm_offsets`: the last arrival at exactly N/R) with no cap reached: every request
+        (`llmval.load.vllm_offsets`: the last arrival at exactly N/R) with no cap reached: every request
         alike, so the last to arrive ends last and the run lasts N/R + one request's latency.
 
         >>> t = Schedule(ttft_s=0.1, interval_s=0.01, output_len=11).rate_truth(output_len=11, num_requests=10, rate=5)

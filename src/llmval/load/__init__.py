@@ -21,12 +21,13 @@ the pytest plugin only wires.
 
 from ._agentic import AgenticProfile, AgenticRun, run_agentic
 from ._agentic_session import AgenticMeasured
+from ._arrivals import poisson_offsets, vllm_offsets
 from ._baseline import Baseline, BaselineStore, MachineScaling, Regression, compare_to_baseline, machine_scaling
 from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._prompts import Prompt, build_prompt, build_prompts
-from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep, poisson_offsets
+from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep
 from ._request import RequestRecord, completion_payload, stream_completion
 from ._runner import LoadRun, OtherLoad, Workload, run_load
 from ._sampler import EngineSamples, MetricsSampler
@@ -83,6 +84,7 @@ __all__ = [
     "server_identity",
     "server_key",
     "stream_completion",
+    "vllm_offsets",
     "wait_idle",
     "window_deltas",
     "workload_for",

@@ -1,63 +1,21 @@
-"""Request-rate runs: Poisson arrivals, goodput under latency SLOs, and a sweep over rates.
+"""Request-rate runs: goodput under latency SLOs, and a sweep over rates.
 
-`vllm bench serve --request-rate R` (burstiness 1) draws exponential gaps of mean 1/R between request
-arrivals; the requests then pass the concurrency cap (if any) and are timed from there. Arrival offsets
-here are absolute from the run's start (a cumulative sum drawn once, seeded), so a slow client never
-stretches the schedule. Goodput is DistServe's (and vLLM's `--goodput`): a request counts when it
+The arrivals of a rate run are Poisson (`_arrivals.poisson_offsets`, as `vllm bench serve --request-rate R`
+draws them). Goodput is DistServe's (and vLLM's `--goodput`): a request counts when it
 succeeded and its TTFT and TPOT are within the SLOs; `share` is the fraction of all requests sent.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._request import RequestRecord
+from ._runner import LoadRun
 
 if TYPE_CHECKING:
     from ._hostload import HostWindow
-    from ._runner import LoadRun
-
-
-def poisson_offsets(count: int, rate: float, seed: int | str) -> list[float]:
-    """Arrival times (s from the start) of `count` requests at `rate` req/s; the first one at 0.
-
-    >>> poisson_offsets(3, 1e9, 1)[0]
-    0.0
-    """
-    if rate <= 0:
-        raise ValueError(f"request rate must be positive, got {rate}")
-    rng = random.Random(seed)
-    offsets, at = [], 0.0
-    for i in range(count):
-        if i:
-            at += rng.expovariate(rate)
-        offsets.append(at)
-    return offsets
-
-
-def vllm_offsets(count: int, rate: float, seed: int | str, burstiness: float = 1.0) -> list[float]:
-    """Arrival times as `vllm bench serve --request-rate R --burstiness B` draws them (`get_request`): gamma gaps
-    of mean 1/R (B = 1: Poisson), the first gap included, summed, then rescaled so the last arrival lands
-    exactly at count/R (so the offered rate is R for any seed).
-
-    >>> offsets = vllm_offsets(4, 2.0, 1)
-    >>> round(offsets[-1], 9), offsets == sorted(offsets)
-    (2.0, True)
-    """
-    if rate <= 0 or burstiness <= 0:
-        raise ValueError(f"request rate and burstiness must be positive, got {rate}, {burstiness}")
-    rng = random.Random(seed)
-    offsets, at = [], 0.0
-    for _ in range(count):
-        at += rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
-        offsets.append(at)
-    if offsets and offsets[-1] > 0:
-        scale = (count / rate) / offsets[-1]
-        offsets = [o * scale for o in offsets]
-    return offsets
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ import httpx
 
 from ..core.errors import LlmvalError
 from ..engines import EngineAdapter
+from ._arrivals import poisson_offsets
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
-from ._rate import poisson_offsets
 from ._request import Clock, RequestRecord, completion_payload, stream_completion
 from ._sampler import EngineSamples, MetricsSampler
 from ._stats import RunMetrics, compute_metrics

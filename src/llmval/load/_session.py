@@ -31,7 +31,8 @@ from ..core.errors import LlmvalError, NotReady
 from ..engines import EngineAdapter, adapter_class
 from ..inventory import EndpointSpec, Inventory, PerfSpec
 from ..io.http import api_key_headers, endpoint_async_client
-from ._agentic_session import AgenticMeasured, measure_agentic
+from ._agentic import AgenticProfile, AgenticRun, plot_agentic, run_agentic
+from ._agentic_session import AgenticMeasured, profile_for, write_agentic_report
 from ._baseline import UNITS, Baseline, BaselineStore, MachineScaling, Regression, compare_to_baseline, machine_scaling
 from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
 from ._engine import read_counters, server_identity, server_key
@@ -272,7 +273,7 @@ class PerfSession:
             raise self.failures[key]
         if spec.label not in self.agentic_runs:
             try:
-                self.agentic_runs[spec.label] = measure_agentic(self, spec, ATTEMPTS)
+                self.agentic_runs[spec.label] = self._measure_agentic(spec)
             except LlmvalError as error:
                 self.failures[key] = error
                 raise
@@ -368,6 +369,47 @@ class PerfSession:
                  f"{m.output_throughput:.2f} tok/s, TTFT p99 {m.ttft_ms.percentiles['p99']:.1f} ms, "
                  f"failed {m.failed}/{m.failed + m.completed}; {host.describe()}; {report}")
         return Measured(run=run, identity=identity, report=report, host=host)
+
+    def _measure_agentic(self, spec: PerfSpec) -> AgenticMeasured:
+        """Measure `spec`'s agentic load once (again once when the client host was busy), write its report and plot."""
+        endpoint = self.inventory.endpoint(spec.endpoint)
+        profile = profile_for(spec, endpoint)
+        slo = Slo(ttft_ms=spec.goodput_ttft_ms, tpot_ms=spec.goodput_tpot_ms)
+        self.say(f"perf {spec.label}: agentic load ({profile.key()}) under {self.lock_path}")
+        with engine_lock(self.lock_path, self.lock_timeout_s):
+            for attempt in range(1, ATTEMPTS + 1):
+                run, host = asyncio.run(self._run_agentic(spec, endpoint, profile))
+                if not self._is_busy(host):
+                    break
+                self.say(f"perf {spec.label}: client host busy during the agentic load, attempt {attempt} "
+                         f"({host.busy_reason}); {'measuring again' if attempt < ATTEMPTS else 'giving up'}")
+            else:
+                write_agentic_report(self.reports_dir, spec, run, slo, host)  # the invalid run's report stays
+                raise ClientHostBusy(f"[{endpoint.name}] the agentic load", host, ATTEMPTS)
+        report = write_agentic_report(self.reports_dir, spec, run, slo, host)
+        plot = plot_agentic([run], self.reports_dir / f"perf-{spec.label}-agentic.png", slo=slo,
+                            title=f"{spec.label}: agentic load ({profile.key()})")
+        self.say(f"perf {spec.label}: agentic {len(run.turns)} turns of {profile.sessions} sessions in "
+                 f"{run.duration_s:.1f} s, failed {len(run.failed)}, prefix-cache hits "
+                 f"{run.prefix_cache_share()[1]}, goodput {run.goodput(slo).share:.0%} "
+                 f"({slo.describe()}); {report}")
+        return AgenticMeasured(run=run, slo=slo, host=host, report=report, plot=plot)
+
+    async def _run_agentic(self, spec: PerfSpec, endpoint: EndpointSpec,
+                           profile: AgenticProfile) -> tuple[AgenticRun, HostWindow]:
+        engine = adapter_class(endpoint)
+        probe = self._probe(endpoint)
+        base_url = str(endpoint.base_url).rstrip("/")
+        async with self._connect(endpoint, 4) as client, \
+                WireClient(base_url, headers=api_key_headers(endpoint.api_key_env),
+                           timeout_s=endpoint.request_timeout_s) as streamer:
+            async def before_window() -> None:
+                await wait_idle(client, endpoint.name, engine)
+                probe.start()
+
+            run = await run_agentic(client, streamer, profile, endpoint=endpoint.name, engine=engine,
+                                    before_window=before_window, sample_interval_s=spec.metrics_interval_s)
+        return run, probe.stop()
 
     def _is_busy(self, host: HostWindow) -> bool:
         """A busy window invalidates the run unless the session was told to judge anyway (and then says so)."""
