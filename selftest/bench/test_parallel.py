@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from llmval.bench import Schedule, source_process
-from llmval.load import Workload
+from llmval.load import Workload, vllm_offsets
 from llmval.load._parallel import _split, auto_workers, run_load_parallel
-from llmval.load import vllm_offsets
 
 
 def test_concurrency_split_is_as_even_as_it_goes():
