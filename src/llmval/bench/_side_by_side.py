@@ -60,10 +60,10 @@ from ..core.errors import EndpointError
 from ..engines import VllmAdapter
 from ..io.http import httpx_errors
 from ..load import read_counters, window_deltas
+from ..load._arrivals import vllm_offsets
 from ..load._lock import engine_lock
 from ..load._parallel import auto_workers, run_load_parallel
 from ..load._prompts import WordPrompts, build_prompts
-from ..load._arrivals import vllm_offsets
 from ..load._runner import Workload
 from ._engine_side_by_side import MachineCpu, ratio_ci95
 from ._source import MODEL, Schedule, SourceFleet, Truth
