@@ -1,5 +1,5 @@
-"""Walk-throughs done for real: apply the README's steps for a change to a copy of the repository, run on the
-copy what CI runs for that change, and count the files the steps touched.
+"""Walk-throughs done for real: apply the documented steps for a change (a page of the docs site, docs/) to a copy
+of the repository, run on the copy what CI runs for that change, and count the files the steps touched.
 
 A copy holds what a fresh clone of this checkout would hold, as it is on disk now (tracked and untracked files
 that git does not ignore). It imports its own `src/` (`PYTHONPATH`); the pytest wiring (`fixtures/`, the
@@ -25,14 +25,16 @@ from pathlib import Path
 
 from selftest.strategies import ROOT
 
+DOCS = ROOT / "docs"
 ITEM_RE = re.compile(r"^\d+\. (?P<item>.*?)(?=^\d+\. |\Z)", re.M | re.S)
 HEAD_RE = re.compile(r"`(?P<target>[^`]+)`")
-BLOCK_RE = re.compile(r"^```(?P<lang>\w*)\n(?P<code>.*?)^```", re.M | re.S)
+# a fenced block, at the margin or indented under its list item (the indent is taken off its lines)
+BLOCK_RE = re.compile(r"^(?P<indent> *)```(?P<lang>\w*)\n(?P<code>.*?)^(?P=indent)```", re.M | re.S)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One numbered README step: a file and the block written to it (a `diff` block: the change applied to it),
+    """One numbered documented step: a file and the block written to it (a `diff` block: the change applied to it),
     or (no block) a command to run."""
 
     target: str
@@ -48,18 +50,42 @@ class Step:
         return self.code is None
 
 
-def readme_steps(title: str) -> list[Step]:
-    """The numbered steps of the README section `## {title}` (up to the next `## ` heading)."""
-    text = (ROOT / "README.md").read_text()
-    match = re.search(rf"^## {re.escape(title)}\n(?P<body>.*?)(?=^##+ )", text, re.M | re.S)
-    assert match, f"README.md has no '## {title}' section"
+def documented_section(title: str) -> tuple[Path, str]:
+    """The page of docs/ that holds the heading `title` (at any level, exactly once in the site) and the text under
+    it, up to the next heading below the page title: the walk-throughs follow the pages wherever they put a
+    section."""
+    heading = re.compile(rf"^#+ {re.escape(title)}\n(?P<body>.*?)(?=^##+ |\Z)", re.M | re.S)
+    found = []
+    for page in sorted(DOCS.rglob("*.md")):
+        text = page.read_text()
+        if match := heading.search(_prose(text)):  # found in the prose, cut from the page (same offsets)
+            found.append((page, text[match.start("body"):match.end("body")]))
+    assert len(found) == 1, f"docs/ has {len(found)} sections titled {title!r} (one expected): {[p for p, _ in found]}"
+    return found[0]
+
+
+def _prose(text: str) -> str:
+    """The page with its fenced blocks blanked (same length), so a `# comment` in a code block is never a heading."""
+    return BLOCK_RE.sub(lambda m: re.sub(r"[^\n]", " ", m[0]), text)
+
+
+def documented_steps(title: str) -> list[Step]:
+    """The numbered steps of the docs section titled `title` (see documented_section)."""
+    page, body = documented_section(title)
     steps = []
-    for item in ITEM_RE.finditer(match["body"]):
+    for item in ITEM_RE.finditer(body):
         head = HEAD_RE.search(item["item"])
-        assert head, f"README '{title}': a step names no file or command: {item['item'][:80]!r}"
+        assert head, f"{page.relative_to(ROOT)} '{title}': a step names no file or command: {item['item'][:80]!r}"
         block = BLOCK_RE.search(item["item"])
-        steps.append(Step(head["target"], block["code"] if block else None, block["lang"] if block else ""))
+        code = _dedent(block["code"], block["indent"]) if block else None
+        steps.append(Step(head["target"], code, block["lang"] if block else ""))
     return steps
+
+
+def _dedent(code: str, indent: str) -> str:
+    """A block's lines without the indent of its fence (blank lines stay blank)."""
+    return "".join(line[len(indent):] if line.startswith(indent) else line.lstrip(" ")
+                   for line in code.splitlines(keepends=True))
 
 
 def _copied_files(root: Path) -> list[str]:

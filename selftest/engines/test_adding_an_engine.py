@@ -1,9 +1,9 @@
-"""The README's "Adding an engine" walk-through, done for real on a copy of the repository.
+"""The "Adding an engine" walk-through (docs/adding-an-engine.md), done for real on a copy of the repository.
 
 Its steps (TensorRT-LLM's adapter module, its self-test, `make schema`) are applied to the copy; then the copy runs
 what CI runs for such a change: the registry self-tests (registry = inventory choices = schema enum = `init` and
 CLI choices, no engine-name comparison outside the adapters), the new self-test, the inventory self-tests (schema
-current) and `llmval init` for every platform (the new one included). Exactly the files the README names change
+current) and `llmval init` for every platform (the new one included). Exactly the files the page names change
 (two written, one generated), and before `make schema` the schema self-test fails naming it.
 """
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 import shlex
 import sys
 
-from selftest.walkthrough import copy_repo, make_in, pytest_in, readme_steps, run_in, snapshot, touched
+from selftest.walkthrough import copy_repo, documented_steps, make_in, pytest_in, run_in, snapshot, touched
 
 GENERATED = {"inventories/inventory.schema.json"}
 SCHEMA_TEST = "selftest/inventory/test_inventory.py::test_committed_json_schema_is_current"
 
 
 def test_readme_walkthrough_adds_an_engine_that_ci_accepts(tmp_path):
-    steps = readme_steps("Adding an engine")
+    steps = documented_steps("Adding an engine")
     written = [s for s in steps if not s.is_command]
     commands = [s for s in steps if s.is_command]
     assert [s.target for s in commands] == ["make schema"] and len(written) == 2

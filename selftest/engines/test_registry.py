@@ -61,7 +61,7 @@ def test_unknown_engine_names_the_valid_ones():
 
 def test_every_adapter_module_is_registered_without_a_list():
     """The registry is every EngineAdapter subclass of the package's modules, by kind, the plain server last
-    (README "Adding an engine": one module, no list to edit)."""
+    (docs/adding-an-engine.md: one module, no list to edit)."""
     kinds = list(ADAPTERS)
     assert kinds[-1] == "openai" and kinds[:-1] == sorted(kinds[:-1])
     assert ADAPTERS["sglang"] is SglangAdapter and ADAPTERS["vllm"] is VllmAdapter

@@ -1,11 +1,11 @@
-"""The README's "Adding a host check" walk-through, done for real on a copy of the repository.
+"""The "Adding a host check" walk-through (docs/adding-a-host-check.md), done for real on a copy of the repository.
 
 Its steps (the ECC fact with its parser and judging check, the inventory field, the contract test, the new
 command's answer, `make schema`) are applied to the copy; then the copy runs what CI runs for such a change:
 the inventory self-tests (schema current, fuzzer over the seeds), the no-green-by-omission tests (every field
 judged or a setting, every judging check emitted), the read-only and command-path self-tests over every
 declared command and recording, the two seed host replays, and the contract on a replay of a host that
-declares the field. Exactly the files the README names change (four written, one generated). Before the
+declares the field. Exactly the files the page names change (four written, one generated). Before the
 walk-through is done, CI fails where it should: the field test names the missing `checks=` when the fact leaves
 it out, the read-only test names the command without a recorded answer, and the schema test names
 `make schema` until the last step.
@@ -21,7 +21,7 @@ import shlex
 import sys
 
 from selftest.strategies import ROOT
-from selftest.walkthrough import Step, copy_repo, make_in, pytest_in, readme_steps, run_in, snapshot, touched
+from selftest.walkthrough import Step, copy_repo, documented_steps, make_in, pytest_in, run_in, snapshot, touched
 
 from ._contract import INVENTORIES, REPLAYS
 
@@ -53,7 +53,7 @@ def _write(repo, step, existing) -> None:
 
 
 def test_readme_walkthrough_adds_an_ecc_check_that_ci_accepts(tmp_path):
-    steps = readme_steps("Adding a host check")
+    steps = documented_steps("Adding a host check")
     written = [s for s in steps if not s.is_command]
     commands = [s for s in steps if s.is_command]
     assert [s.target for s in commands] == ["make schema"] and len(written) == 4

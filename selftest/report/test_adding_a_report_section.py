@@ -1,10 +1,11 @@
-"""The README's "Adding a report section" walk-through, done for real on a copy of the repository.
+"""The "Adding a report section" walk-through (docs/adding-a-report-section.md), done for real on a copy of the
+repository.
 
 Its two changes (the "Slowest checks" section in `llmval.report.status`, and its self-test beside the seed
 document's section list) are applied to the copy with `git apply`; then the copy runs what CI runs for such a
 change (the status-document, escaping and secrets self-tests) and the host contract on the REAL-h200x2 replay,
 whose status.md and report.html must both show the new section with the run's slowest test first. Exactly the
-two files the README names change.
+two files the page names change.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from __future__ import annotations
 import json
 import sys
 
-from selftest.walkthrough import apply_patch, copy_repo, pytest_in, readme_steps, run_in, snapshot, touched
+from selftest.walkthrough import apply_patch, copy_repo, documented_steps, pytest_in, run_in, snapshot, touched
 
 CI_SELFTESTS = ["selftest/report/test_status.py", "selftest/report/test_escaping.py",
                 "selftest/report/test_secrets_everywhere.py"]
 
 
 def test_readme_walkthrough_adds_a_report_section_both_reports_show(tmp_path):
-    steps = readme_steps("Adding a report section")
+    steps = documented_steps("Adding a report section")
     assert len(steps) == 2 and all(s.is_patch for s in steps)
     repo = copy_repo(tmp_path)
     before = snapshot(repo)

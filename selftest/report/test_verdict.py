@@ -2,7 +2,7 @@
 
 Pure parts (llmval.core.verdict, llmval.report.exitcodes, the status model) are tested directly; the pytest wiring runs
 the contract in a subprocess (pytester) on the REAL wrong-model recording and on planted test modules.
-The README's exit-code table names the tests here.
+The exit-code table of docs/failures.md names the tests here.
 """
 
 from __future__ import annotations
