@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from llmval.agentic.scorer import score_call, score_http_failure
 from llmval.agentic.transcript import build_transcript
-from llmval.toolcalls.stream import join_chat_stream
+from llmval.engines.stream import join_chat_stream
 from llmval.toolcalls.validate import Answer
 
 NEEDLE = build_transcript(3, "signature", 0.5, 0).needle  # write_stub(path, signature)

@@ -3,7 +3,7 @@ clean; chat_template_kwargs enable_thinking=false turns reasoning off."""
 
 import pytest
 
-from llmval.toolcalls.stream import REASONING_KEYS
+from llmval.engines.stream import REASONING_KEYS
 
 pytestmark = [pytest.mark.serving]
 

@@ -28,13 +28,13 @@ from .base import (
     ModelNotServed,
     NotExposed,
     SampledMetrics,
-    StreamedChat,
 )
 from .logs import normalize_dtype, parse_sglang_log, parse_vllm_log
 from .logsource import launch_log_of, launch_log_path
 from .metrics import Metrics, parse_metrics
 from .serving_process import StaleEvidence
 from .sglang import SglangAdapter
+from .stream import StreamedChat, join_chat_stream
 from .vllm import VllmAdapter
 
 
@@ -82,6 +82,7 @@ __all__ = [
     "adapter_class",
     "adapter_for",
     "detect_engine",
+    "join_chat_stream",
     "launch_log_of",
     "launch_log_path",
     "normalize_dtype",

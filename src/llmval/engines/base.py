@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
@@ -28,6 +28,7 @@ from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
 from .logs import normalize_dtype
 from .metrics import Metrics, parse_metrics
+from .stream import StreamedChat, join_chat_stream
 
 
 class ModelNotServed(EndpointError):
@@ -164,19 +165,6 @@ class EndpointState:
     """The first /health probe of the run was made (by health() itself or before another request)."""
 
 
-@dataclass(frozen=True)
-class StreamedChat:
-    """A streamed chat completion, joined: what the client would have assembled from the deltas."""
-
-    content: str
-    reasoning: str
-    tool_calls: list[dict]
-    finish_reason: str | None
-    usage: dict | None
-    chunks: int
-    raw_events: list[str] = field(default_factory=list)
-
-
 class EngineAdapter:
     """Facts of one endpoint. Subclasses: SglangAdapter, VllmAdapter; this base is the plain OpenAI server.
 
@@ -297,8 +285,6 @@ class EngineAdapter:
 
     def chat_stream(self, body: dict) -> tuple[int, StreamedChat | str]:
         """POST a streaming chat completion; (200, joined stream) or (status, error body)."""
-        from ..toolcalls.stream import join_chat_stream
-
         payload = {"model": self.spec.model, **body, "stream": True,
                    "stream_options": {"include_usage": True}}
         self._probe_first("/v1/chat/completions")

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from jsonschema import Draft202012Validator
 
+from ..engines.stream import REASONING_KEYS
 from .catalogue import MARKUP_SENTINELS, ToolCase
-from .stream import REASONING_KEYS
 
 EXCERPT_CHARS = 160
 ABORT_FINISH_REASON = "abort"

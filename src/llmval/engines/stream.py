@@ -15,13 +15,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from ..core.errors import ParseError
-from ..engines.base import StreamedChat
 from ..io.answers import ChatChunk, checked
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
 """SGLang names the field reasoning_content; vLLM ≥0.17 names it reasoning."""
+
+
+@dataclass(frozen=True)
+class StreamedChat:
+    """A streamed chat completion, joined: what the client would have assembled from the deltas."""
+
+    content: str
+    reasoning: str
+    tool_calls: list[dict]
+    finish_reason: str | None
+    usage: dict | None
+    chunks: int
+    raw_events: list[str] = field(default_factory=list)
 
 
 def join_chat_stream(data: Iterable[str]) -> StreamedChat:
