@@ -3,6 +3,8 @@ an idle link's power-saving downshift is not a downtrained link, and an unreadab
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from llmval import hostfacts
@@ -192,7 +194,8 @@ def test_a_gpu_off_the_bus_without_an_xid_line_fails_xid(tmp_path):
     logs = facts.kernel_log("auto")  # the real grep of the kernel-log command runs on the fake dmesg's output
     assert logs[-1].source == hostfacts.KERNEL_GPU_DMESG.render() and [x.line for x in logs[-1].xids] == [OFF_BUS]
     verdict = health.judge_xid(logs)
-    assert verdict.ok is False and verdict.observed == {"GPU has fallen off the bus (no Xid line)": "1x: as Xid 79"}
+    assert verdict.ok is False
+    assert verdict.observed == {"GPU has fallen off the bus (no Xid line)": "1x: as Xid 79, GPU 0000:05:00"}
     assert verdict.evidence == [OFF_BUS] and health.judge_xid(logs, allowed=(79,)).ok is True
 
 
@@ -202,18 +205,65 @@ def test_an_xid_79_and_its_off_bus_line_count_once():
     assert health.judge_xid([log]).observed == {"Xid 79": "1x: GPU has fallen off the bus"}
 
 
+# SYNTHESIZED from the driver's format (issue 31 item 8; the open kernel modules' nv.c prints it as one printk of
+# three "NVRM: " lines, which dmesg shows with its continuation lines indented and journalctl as one entry). The
+# bus and PCI ids are those of public reports of it (0000:b3:00.0, 10de:26b5).
+LOST_DMESG = ("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+              "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+              "               NVRM: fallen off the bus and is not responding to commands.")
+LOST_JOURNAL = ("Dec 01 22:10:04 kpro6 kernel: NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+                "                              NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+                "                              NVRM: fallen off the bus and is not responding to commands.")
+LOST_OBSERVED = {"GPU has fallen off the bus (no Xid line)": "1x: as Xid 79, GPU 0000:b3:00.0 (PCI ID 10de:26b5)"}
+
+
+def test_a_gpu_off_the_bus_in_the_multi_line_form_fails_xid_naming_its_bus_from_dmesg(tmp_path):
+    facts = _host(tmp_path, ("No journal files were found.", ">&2", 0),
+                  (f"[    0.000000] Linux version 6.8.0-49-generic #49-Ubuntu SMP\n{LOST_DMESG}\n"
+                   "[ 1843.308200] nvidia: probe of 0000:b3:00.0 failed with error -1", "", 0))
+    logs = facts.kernel_log("auto")  # the real grep of the kernel-log command runs on the fake dmesg's output
+    # Before: the grep kept the third line only, no event was parsed, and xid passed ("no Xid").
+    verdict = health.judge_xid(logs)
+    assert verdict.ok is False and verdict.observed == LOST_OBSERVED, verdict
+    assert verdict.evidence == [" / ".join(line.strip() for line in LOST_DMESG.splitlines())]
+
+
+def test_a_gpu_off_the_bus_in_the_multi_line_form_fails_xid_naming_its_bus_from_the_journal(tmp_path):
+    facts = _host(tmp_path, (f"Dec 01 20:00:00 kpro6 kernel: Linux version 6.14.8-2-pve #1 SMP\n{LOST_JOURNAL}", "", 0),
+                  ("never read", "", 0))
+    verdict = health.judge_xid(facts.kernel_log("journal"))
+    assert verdict.ok is False and verdict.observed == LOST_OBSERVED, verdict
+
+
 def test_recordings_made_with_the_superseded_kernel_log_commands_are_still_answered():
-    """The kernel-log commands changed (their grep now keeps the off-bus line); the first ones stay declared,
-    byte for byte, and answer a replay recorded with them (its verdict unchanged)."""
+    """The kernel-log commands changed twice (their grep kept the off-bus line, then every line of the multi-line
+    form); the earlier ones stay declared, byte for byte, and answer a replay recorded with them (its verdict
+    unchanged)."""
     from llmval.hostfacts.gpu_health import SUPERSEDED
 
-    assert SUPERSEDED == {hostfacts.KERNEL_GPU_JOURNAL: hostfacts.XID_JOURNAL,
-                          hostfacts.KERNEL_GPU_DMESG: hostfacts.XID_DMESG}
+    assert SUPERSEDED == {hostfacts.KERNEL_GPU_JOURNAL: (hostfacts.OFF_BUS_JOURNAL, hostfacts.XID_JOURNAL),
+                          hostfacts.KERNEL_GPU_DMESG: (hostfacts.OFF_BUS_DMESG, hostfacts.XID_DMESG)}
     replay = ROOT / "selftest" / "data" / "replays" / "hosts" / "SYNTHESIZED-kpro6-xid79"
     facts = HostFacts(connect(HostSpec(name="kpro6", platform="p", transport=LocalTransport()),
                               replay=Replay(replay)))
     (log,) = facts.kernel_log("journal")
     assert log.source == hostfacts.XID_JOURNAL.render() and [x.code for x in log.xids] == [79]
+
+
+def test_a_recording_made_with_the_second_kernel_log_read_is_answered_and_its_lone_off_bus_tail_counts(tmp_path):
+    """A recording of the second reads (`kernel-gpu-dmesg`) kept only the multi-line form's last line: replayed, the
+    newest read is answered by it, and that line is a GPU off the bus whose bus id the log lost (before: a pass)."""
+    tail = LOST_DMESG.splitlines()[-1]
+    answer = {"host": "kpro6", "command": hostfacts.OFF_BUS_DMESG.render(), "rc": 0, "stdout": f"{BANNER}{tail}\n",
+              "stderr": "", "duration_s": 0.05, "timed_out": False}
+    (tmp_path / "commands-synth.jsonl").write_text(json.dumps(answer) + "\n")
+    facts = HostFacts(connect(HostSpec(name="kpro6", platform="p", transport=LocalTransport()),
+                              replay=Replay(tmp_path)))
+    (log,) = facts.kernel_log("dmesg")
+    verdict = health.judge_xid([log])
+    assert log.source == hostfacts.OFF_BUS_DMESG.render() and verdict.ok is False
+    assert verdict.observed == {"GPU has fallen off the bus (no Xid line)": "1x: as Xid 79, a GPU the log does not "
+                                "name (its message's first line is missing)"}
 
 
 def test_journal_only_does_not_try_dmesg(tmp_path):

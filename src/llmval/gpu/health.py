@@ -322,9 +322,18 @@ def judge_xid(logs: list[KernelLog], allowed: tuple[int, ...] = ()) -> HealthVer
         codes = sorted({x.code for x in counted if x.xid_line})
         observed = {f"Xid {c}": f"{sum(x.code == c and x.xid_line for x in counted)}x: {XID_MEANINGS.get(c, '?')}"
                     for c in codes}
-        if off_bus := sum(not x.xid_line for x in counted):
-            observed["GPU has fallen off the bus (no Xid line)"] = f"{off_bus}x: as Xid 79"
+        if off_bus := [x for x in counted if not x.xid_line]:
+            gpus = ", ".join(dict.fromkeys(_lost_gpu_name(x) for x in off_bus))
+            observed["GPU has fallen off the bus (no Xid line)"] = f"{len(off_bus)}x: as Xid 79, {gpus}"
         return HealthVerdict("xid", False, expected, observed, evidence)
     ignored = len(readable.xids) - len(counted)
     return HealthVerdict("xid", True, expected, "no Xid" + (f" ({ignored} allowed)" if ignored else ""),
                          [f"source: {readable.source}"])
+
+
+def _lost_gpu_name(event: XidEvent) -> str:
+    """`GPU 0000:b3:00.0 (PCI ID 10de:26b5)`, as the off-bus message named it (a tail whose head the log lost
+    names none)."""
+    if not event.device:
+        return "a GPU the log does not name (its message's first line is missing)"
+    return f"GPU {event.device.removeprefix('PCI:')}" + (f" (PCI ID {event.pci_id})" if event.pci_id else "")

@@ -100,7 +100,15 @@ from .files import (  # noqa: E402
     model_digests,
 )
 from .gpu import GPU_HOLDERS, GPU_QUERY, P2P_READ, PROC_CGROUP, SMI_XML, GpusLost, holder_is_allowed  # noqa: E402
-from .gpu_health import KERNEL_GPU_DMESG, KERNEL_GPU_JOURNAL, SMI_CLOCKS, XID_DMESG, XID_JOURNAL  # noqa: E402
+from .gpu_health import (  # noqa: E402
+    KERNEL_GPU_DMESG,
+    KERNEL_GPU_JOURNAL,
+    OFF_BUS_DMESG,
+    OFF_BUS_JOURNAL,
+    SMI_CLOCKS,
+    XID_DMESG,
+    XID_JOURNAL,
+)
 from .nccl import NCCL_DOCKER, NCCL_FILE, NCCL_JOURNAL  # noqa: E402
 from .network import IP_ADDR  # noqa: E402
 from .proxmox import LXC_CONF, PCI_DRIVERS, VM_CONF  # noqa: E402
@@ -132,6 +140,8 @@ __all__ = [
     "NCCL_FILE",
     "NCCL_JOURNAL",
     "NUMBER",
+    "OFF_BUS_DMESG",
+    "OFF_BUS_JOURNAL",
     "P2P_READ",
     "PATH",
     "PATTERN",

@@ -19,11 +19,25 @@ XID_JOURNAL = Command("xid-journal", "journalctl -k -b --no-pager -g 'NVRM: Xid|
 XID_DMESG = Command("xid-dmesg", "dmesg 2>&1 | grep -E 'NVRM: Xid|Linux version|dmesg: '")
 """The first kernel-log reads: superseded (they drop `GPU has fallen off the bus` without an Xid line), kept
 byte for byte so the recordings made with them are still answered (see `_kernel_read`)."""
-KERNEL_GPU_JOURNAL = Command("kernel-gpu-journal",
-                             "journalctl -k -b --no-pager -g 'NVRM: Xid|fallen off the bus|Linux version'")
-KERNEL_GPU_DMESG = Command("kernel-gpu-dmesg",
-                           "dmesg 2>&1 | grep -E 'NVRM: Xid|fallen off the bus|Linux version|dmesg: '")
-SUPERSEDED = {KERNEL_GPU_JOURNAL: XID_JOURNAL, KERNEL_GPU_DMESG: XID_DMESG}
+OFF_BUS_JOURNAL = Command("kernel-gpu-journal",
+                          "journalctl -k -b --no-pager -g 'NVRM: Xid|fallen off the bus|Linux version'")
+OFF_BUS_DMESG = Command("kernel-gpu-dmesg",
+                        "dmesg 2>&1 | grep -E 'NVRM: Xid|fallen off the bus|Linux version|dmesg: '")
+"""The second kernel-log reads: superseded (their grep keeps only the last line of the driver's multi-line
+`NVRM: The NVIDIA GPU <bus>` ... `fallen off the bus` message, without the bus id), kept byte for byte too."""
+KERNEL_GPU_JOURNAL = Command("kernel-gpu-events-journal",
+                             "journalctl -k -b --no-pager -g "
+                             "'NVRM: Xid|NVRM: The NVIDIA GPU|installed in this system has|fallen off the bus|"
+                             "Linux version'")
+KERNEL_GPU_DMESG = Command("kernel-gpu-events-dmesg",
+                           "dmesg 2>&1 | grep -E "
+                           "'NVRM: Xid|NVRM: The NVIDIA GPU|installed in this system has|fallen off the bus|"
+                           "Linux version|dmesg: '")
+"""Xid lines, both forms of a GPU off the bus (the one-line `NVRM: GPU <bus>: GPU has fallen off the bus` and the
+three lines of `NVRM: The NVIDIA GPU <bus>` / `NVRM: (PCI ID ...) installed in this system has` / `NVRM: fallen off
+the bus and is not responding to commands.`, each line kept) and the boot banner."""
+SUPERSEDED = {KERNEL_GPU_JOURNAL: (OFF_BUS_JOURNAL, XID_JOURNAL), KERNEL_GPU_DMESG: (OFF_BUS_DMESG, XID_DMESG)}
+"""Each kernel-log read and the reads it superseded, newest first: a replay answers with the first it recorded."""
 
 
 @fact(SMI_XML, section="gpus.health", checks="hosts.gpu.health.*")
@@ -52,16 +66,19 @@ def _kernel_read(host: Reader, command: Command):
     try:
         return host.result(command)
     except ReplayMiss as missing:
-        try:
-            return host.result(SUPERSEDED[command])
-        except ReplayMiss:
-            raise missing from None
+        for older in SUPERSEDED[command]:
+            try:
+                return host.result(older)
+            except ReplayMiss:
+                continue
+        raise missing from None
 
 
-@fact(KERNEL_GPU_JOURNAL, KERNEL_GPU_DMESG, XID_JOURNAL, XID_DMESG, section="gpus.health.kernel_log",
+@fact(KERNEL_GPU_JOURNAL, KERNEL_GPU_DMESG, OFF_BUS_JOURNAL, OFF_BUS_DMESG, XID_JOURNAL, XID_DMESG,
+      section="gpus.health.kernel_log",
       needs=_kernel_log_plan)
 def kernel_log(host: Reader, kind: str) -> list[KernelLog]:
-    """Xid and `GPU has fallen off the bus` lines of the kernel log since boot from `journal`, `dmesg` or `auto`
+    """Xid lines and GPUs off the bus (both forms) of the kernel log since boot from `journal`, `dmesg` or `auto`
     (the journal, else dmesg); each source tried says what it found or why it could not be read."""
     logs: list[KernelLog] = []
     if kind in ("auto", "journal"):

@@ -116,6 +116,21 @@ OFF_BUS_RE = re.compile(r"NVRM: GPU (?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9
                         r"GPU has fallen off the bus")
 """`NVRM: GPU 0000:05:00.0: GPU has fallen off the bus.`: the driver's own line, which can come without any Xid line
 (the same words as Xid 79)."""
+LOST_HEAD_RE = re.compile(r"NVRM: The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)")
+LOST_PCI_ID_RE = re.compile(r"\(PCI ID: (?P<pci_id>[0-9a-fA-F]{4}:[0-9a-fA-F]{4})\)")
+LOST_TAIL_RE = re.compile(r"fallen off the bus and is not responding to commands")
+"""The driver's multi-line form (the open kernel modules' nv.c, when the GPU's registers read all ones, often at
+probe time, with no Xid line): one printk of three lines, which dmesg shows with its continuation lines indented
+and a line-by-line grep cuts apart:
+
+    [ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
+                   NVRM: (PCI ID: 10de:26b5) installed in this system has
+                   NVRM: fallen off the bus and is not responding to commands.
+
+Some drivers print the PCI ID on the first line (`NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2d04) installed in
+this system has`), and a log that joins the record shows it on one line."""
+LOST_LINES = 3
+"""How many lines the multi-line form spans at most: a tail looks that far back for its head."""
 BOOT_BANNER_RE = re.compile(r"\bLinux version \d")
 """The kernel's first line of every boot: where it shows, the log reaches back to boot."""
 
@@ -141,6 +156,8 @@ class XidEvent:
     line: str
     xid_line: bool = True
     """False for a `GPU has fallen off the bus` line with no Xid line of its GPU (counted as code 79)."""
+    pci_id: str = ""
+    """The multi-line form's `vendor:device` (`10de:26b5`), where the log kept it."""
 
     @property
     def meaning(self) -> str:
@@ -148,20 +165,44 @@ class XidEvent:
 
 
 def parse_xid_lines(text: str) -> list[XidEvent]:
-    """Every `NVRM: Xid (...): N, ...` line, in order, and every `NVRM: GPU <bus>: GPU has fallen off the bus` line
-    of a GPU that has no Xid 79 line (as code 79, `xid_line=False`); other lines are ignored.
+    """Every `NVRM: Xid (...): N, ...` line, in order, and every off-the-bus message of a GPU that has no Xid 79
+    line, as code 79 with `xid_line=False`: the one-line `NVRM: GPU <bus>: GPU has fallen off the bus` and the
+    multi-line `NVRM: The NVIDIA GPU <bus>` ... `fallen off the bus and is not responding to commands` (its lines
+    joined with " / "; a tail whose head the log lost is still an event, of an unnamed GPU). Other lines are ignored.
 
     >>> [(e.code, e.xid_line) for e in parse_xid_lines("[ 9.1] NVRM: GPU 0000:05:00.0: GPU has fallen off the bus.")]
     [(79, False)]
+    >>> lost = parse_xid_lines("NVRM: The NVIDIA GPU 0000:b3:00.0\\n NVRM: (PCI ID: 10de:26b5) installed in this "
+    ...                        "system has\\n NVRM: fallen off the bus and is not responding to commands.")
+    >>> [(e.code, e.device, e.pci_id) for e in lost]
+    [(79, 'PCI:0000:b3:00.0', '10de:26b5')]
     """
     events, off_bus = [], []
-    for line in text.splitlines():
+    lines = [line.strip() for line in text.splitlines()]
+    for at, line in enumerate(lines):
         if match := XID_RE.search(line):
-            events.append(XidEvent(int(match["code"]), match["device"], line.strip()))
+            events.append(XidEvent(int(match["code"]), match["device"], line))
         elif match := OFF_BUS_RE.search(line):
-            off_bus.append(XidEvent(79, f"PCI:{match['bus']}", line.strip(), xid_line=False))
-    with_xid = {e.device.lower().removeprefix("pci:")[-7:] for e in events if e.code == 79}
-    return events + [e for e in off_bus if e.device.lower().removeprefix("pci:")[-7:] not in with_xid]
+            off_bus.append(XidEvent(79, f"PCI:{match['bus']}", line, xid_line=False))
+        elif LOST_TAIL_RE.search(line):
+            off_bus.append(_lost_gpu(lines[max(0, at - LOST_LINES + 1):at + 1]))
+    with_xid = {_gpu_key(e.device) for e in events if e.code == 79}
+    return events + [e for e in off_bus if not e.device or _gpu_key(e.device) not in with_xid]
+
+
+def _lost_gpu(window: list[str]) -> XidEvent:
+    """The multi-line off-the-bus message ending `window`: from its head (`NVRM: The NVIDIA GPU <bus>`) on."""
+    head = next((i for i in range(len(window) - 1, -1, -1) if LOST_HEAD_RE.search(window[i])), None)
+    message = window[head:] if head is not None else window[-1:]
+    bus = LOST_HEAD_RE.search(message[0]) if head is not None else None
+    pci_id = next((m["pci_id"] for m in map(LOST_PCI_ID_RE.search, message) if m), "")
+    return XidEvent(79, f"PCI:{bus['bus']}" if bus else "", " / ".join(message), xid_line=False, pci_id=pci_id)
+
+
+def _gpu_key(device: str) -> str:
+    """One spelling of a GPU's PCI address for matching an Xid line (`PCI:0000:05:00`) with an off-bus message
+    (`PCI:0000:05:00.0`): domain widths differ, so the bus:device part and the domain's last digit."""
+    return re.sub(r"\.\d$", "", device.lower().removeprefix("pci:"))[-7:]
 
 
 def has_boot_banner(text: str) -> bool:
