@@ -20,9 +20,9 @@ import time
 
 import pytest
 
-from llmval.gpu.holders import Holder, judge, match_name
+from llmval.gpu.holders import Holder, judge, lineage, match_name
 from llmval.hostfacts import COMMANDS, HostFacts, holder_is_allowed
-from llmval.hostfacts.processes import GPU_APPS, LISTENING, PORT_PIDS, PROCESS_ROWS, lineage
+from llmval.hostfacts.processes import GPU_APPS, LISTENING, PORT_PIDS, PROCESS_ROWS
 from llmval.inventory import HostSpec
 from llmval.io.transport import connect
 from llmval.parsers.procs import ComputeApp, parse_compute_apps, parse_fuser_verbose, parse_ps_rows

@@ -216,13 +216,30 @@ def endpoint_ports(inventory, host_name: str) -> list[int]:
     return list(dict.fromkeys(ports))
 
 
+MAX_LINEAGE_ROUNDS = 8
+"""How many generations `lineage` reads up from the GPU holders (worker -> engine core -> API server -> ...)."""
+
+
+def lineage(host, pids: list[int]) -> dict[int, ProcessRow]:
+    """Rows of `pids` and of their ancestors, read through the host's `processes` fact (`llmval.hostfacts.processes`;
+    bounded: `MAX_LINEAGE_ROUNDS` generations; stops at pid 1)."""
+    known: dict[int, ProcessRow] = {}
+    wanted = tuple(sorted(set(pids)))
+    for _ in range(MAX_LINEAGE_ROUNDS):
+        if not wanted:
+            break
+        rows = host.processes(wanted)
+        known.update(rows)
+        wanted = tuple(sorted({r.ppid for r in rows.values() if r.ppid > 1} - known.keys() - set(wanted)))
+    return known
+
+
 def read_judgement(facts, rule, ports: list[int]) -> tuple[Judgement, list[Holder], str]:
     """Read what the judgement needs through the declared host facts (`llmval.hostfacts.processes`) and judge.
 
     Returns the judgement, every holder, and a note on what could not be read (GPU memory). A recording made
     before these reads existed raises ReplayMiss (the caller says so)."""
     from ..core.errors import LlmvalError, ReplayMiss
-    from ..hostfacts.processes import lineage
 
     gpu_holders = facts.gpu_holders()
     rows = lineage(facts, [h.pid for h in gpu_holders]) if gpu_holders else {}

@@ -4,7 +4,7 @@ Four read-only commands, each its own fact:
 
 - `processes(pids)`: `ps -ww -o pid=,ppid=,etimes=,args= -p <pid,...>`: parent, age and full command line
   (the process title: `VLLM::EngineCore`, where fuser prints the 15-character comm `VLLM::EngineCor`);
-  `lineage(pids)` walks the parents up (a bounded number of `ps` calls);
+  `llmval.gpu.holders.lineage(facts, pids)` walks the parents up with it (a bounded number of `ps` calls);
 - `listening_ports()`: the listening TCP sockets of the host (its network namespace) and their owners' uids,
   from `/proc/net/tcp` and `/proc/net/tcp6` (readable without privileges, so "nothing listens" is certain);
 - `port_pids(port)`: the processes holding a socket on that local port (`fuser -n tcp PORT`; seeing other
@@ -39,10 +39,6 @@ PORT_PIDS = Command("port-pids", "fuser -n tcp {port} 2>/dev/null", port=NUMBER)
 GPU_APPS = Command("gpu-apps", "nvidia-smi --query-compute-apps=pid,used_memory,gpu_uuid,process_name "
                    "--format=csv,noheader,nounits")
 
-MAX_LINEAGE_ROUNDS = 8
-"""How many generations `lineage` reads up from the GPU holders (worker -> engine core -> API server -> ...)."""
-
-
 def _gpu_hosts(h) -> bool:
     return h.gpu_processes is not None
 
@@ -60,19 +56,6 @@ def processes(host: Reader, pids: tuple[int, ...]) -> dict[int, ProcessRow]:
         return {}
     rows = parse_ps_rows(host.output(PROCESS_ROWS, ok_rcs=(0, 1), pids=",".join(str(p) for p in sorted(pids))))
     return {row.pid: row for row in rows}
-
-
-def lineage(host, pids: list[int]) -> dict[int, ProcessRow]:
-    """Rows of `pids` and of their ancestors (bounded: `MAX_LINEAGE_ROUNDS` generations; stops at pid 1)."""
-    known: dict[int, ProcessRow] = {}
-    wanted = tuple(sorted(set(pids)))
-    for _ in range(MAX_LINEAGE_ROUNDS):
-        if not wanted:
-            break
-        rows = host.processes(wanted)
-        known.update(rows)
-        wanted = tuple(sorted({r.ppid for r in rows.values() if r.ppid > 1} - known.keys() - set(wanted)))
-    return known
 
 
 @fact(LISTENING, section="gpu_processes", needs=_gpu_hosts, ahead_if=_holders_found)
