@@ -6,7 +6,7 @@ the kind: the lengths and each cell's budget and the smoke cells (`cells`), meas
 budget (`GridCells`), the pass gates (`gates`), seeded prompts fitted to a budget with the server's own tokenizer
 (`fit`, `server`), the grid JSON and heatmap (`report`), one run's runners (`GridSession`) and the declaration of
 a kind (`GridKind`). A kind (`llmval.needle`, `llmval.agentic`) keeps only its own: how a cell's prompt is built,
-asked and scored. The kinds are listed in `llmval.grid.registry.GRID_KINDS`; the one pytest plugin
+asked and scored. The kinds are listed in `llmval.grid_kinds.GRID_KINDS`; the one pytest plugin
 (fixtures/grids.py) wires each of them.
 
 May import `llmval.core`, `llmval.io`, the inventory models and `llmval.engines`; never a kind's package (the

@@ -10,7 +10,7 @@
 `GridCells` runner, which builds, asks and scores each cell and judges the gates (check ids
 `<runner.check_prefix>.*`); `facts` maps each field of its section that states a fact to the check ids judging
 it and `settings` lists the fields that only say how to run it (`llmval.report.judged`: no green by omission, and a
-self-test that every field is in exactly one). Kinds are listed in `llmval.grid.registry.GRID_KINDS`.
+self-test that every field is in exactly one). Kinds are listed in `llmval.grid_kinds.GRID_KINDS`.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from ..core.verdict import Cause, Verdict
 from ..grid import grid_name
-from ..grid.registry import GRID_KINDS
+from ..grid_kinds import GRID_KINDS
 from ..hostfacts import judged_fields
 from ..inventory import HostSpec, Inventory
 
