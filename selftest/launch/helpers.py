@@ -30,6 +30,23 @@ def assert_nothing_left(launch_id: str, pgid: int, port: int) -> None:
     assert not port_open("127.0.0.1", port), f"port {port} still accepts connections"
 
 
+def left_of(launch_id: str, pgids: list[int], port: int) -> list[str]:
+    """What is still there of a launch: tagged processes, members of its process groups, a listener on `port`."""
+    left = [f"tagged: {p}" for p in tagged_processes(launch_id)]
+    left += [f"in group {g}: {p}" for g in pgids for p in group_members(g)]
+    return left + ([f"port {port} still accepts connections"] if port_open("127.0.0.1", port) else [])
+
+
+def seconds_until_nothing_left(launch_id: str, pgids: list[int], port: int, *, within_s: float) -> float:
+    """Poll until nothing of the launch is left (see `left_of`); the seconds it took, or fail naming what stayed."""
+    __tracebackhide__ = True
+    started = time.monotonic()
+    while left := left_of(launch_id, pgids, port):
+        assert time.monotonic() - started < within_s, f"still there {within_s:g} s later: {left}"
+        time.sleep(0.1)
+    return round(time.monotonic() - started, 2)
+
+
 @dataclass
 class Killed:
     returncode: int

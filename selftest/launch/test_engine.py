@@ -1,7 +1,8 @@
 """--launch with the REAL local engine (vLLM on CPU, port 8336), under the machine-wide engine lock.
 
-Few and bounded: two full launches (smoke passes, then the run is killed mid-test with SIGINT, resp. SIGTERM)
-and one broken flag (exits at argument parsing, no model load); the normal end-of-run teardown is the same
+Few and bounded: three full launches (smoke passes, then the run is killed mid-test with SIGINT, resp. SIGTERM;
+or pytest is SIGKILLed, so that no teardown runs and the launch watchdog must end the engine) and one broken
+flag (exits at argument parsing, no model load); the normal end-of-run teardown is the same
 `Stack.stop()` and is covered with a stub engine in test_local.py. Each asserts from /proc that nothing of the
 launch is left and that the port is free; the timings are printed (-s) and kept as junit properties.
 """
@@ -12,13 +13,21 @@ import json
 import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from llmval.inventory import load_inventory
 from llmval.io.transport import connect
 from llmval.launch import Crashed, Stack, tagged_processes
-from selftest.launch.helpers import ROOT, assert_nothing_left, run_until_marker, summary_of
+from selftest.launch.helpers import (
+    ROOT,
+    assert_nothing_left,
+    left_of,
+    run_until_marker,
+    seconds_until_nothing_left,
+    summary_of,
+)
 
 pytestmark = pytest.mark.engine
 INVENTORIES = ROOT / "selftest" / "data" / "inventories"
@@ -56,6 +65,27 @@ def test_launch_smoke_then_kill_mid_test_tears_the_real_engine_down(tmp_path, en
     print(f"\nreal engine, {sig.name} mid-test: launch-to-ready {summary['launch_to_ready_s']} s, smoke {smoke}, "
           f"teardown {summary['teardown_s']} s, run exited {killed.exit_after_signal_s} s after the signal; "
           f"left running: {tagged_processes(summary['launch_id'])}")
+
+
+def test_sigkilled_run_leaves_no_engine_process_and_a_free_port(tmp_path, engine_lock, record_property):
+    """kill -9 of pytest once the engine is ready and a test runs (a CI job killed at its limit): nothing tears
+    down, so the launch watchdog must end the API server and its EngineCore (same process group) within the
+    inventory's term_grace_s (15 s) plus the SIGKILL wait, and free the port."""
+    args = _args(tmp_path, "launch-engine.toml", "tests/hosts/test_reachable.py",
+                 str(ROOT / "selftest" / "data" / "launch" / "blocking_contract.py"))
+    killed = run_until_marker(args, tmp_path / "marker", signal.SIGKILL, wait_s=900)
+    summary = summary_of(tmp_path / "reports")
+    assert killed.returncode == -signal.SIGKILL and summary["teardown_s"] is None  # no teardown ran
+    engine_pgid = summary["processes"][0]["pgid"]
+    at_kill = left_of(summary["launch_id"], [engine_pgid], ENGINE_PORT)
+    assert any("EngineCore" in line or "api_server" in line for line in at_kill), at_kill  # there was an engine
+    took = seconds_until_nothing_left(summary["launch_id"], [engine_pgid], ENGINE_PORT, within_s=25)
+    seconds_until_nothing_left("-", [summary["watchdog"]["pid"]], ENGINE_PORT, within_s=5)  # the watchdog exits
+    log = Path(summary["watchdog"]["log"]).read_text()
+    assert f"nothing of launch {summary['launch_id']} left after" in log, log
+    record_property("nothing_left_after_sigkill_s", took)
+    print(f"\nreal engine, SIGKILL of pytest: launch-to-ready {summary['launch_to_ready_s']} s, nothing left "
+          f"{took} s after the kill; at the kill: {at_kill}\nwatchdog log:\n{log}")
 
 
 def test_broken_engine_flag_fails_fast_with_the_engines_own_error(tmp_path, engine_lock, record_property):

@@ -20,7 +20,7 @@ import pytest
 from llmval.inventory import load_inventory
 from llmval.io.transport import connect
 from llmval.launch import LAUNCH_ID_ENV, Crashed, Hung, PortInUse, Stack, group_members, port_open, tagged_processes
-from selftest.launch.helpers import ROOT, assert_nothing_left, run_until_marker, summary_of
+from selftest.launch.helpers import ROOT, assert_nothing_left, run_until_marker, seconds_until_nothing_left, summary_of
 
 INVENTORIES = ROOT / "selftest" / "data" / "inventories"
 STUB_PORT = 8337
@@ -46,6 +46,9 @@ def test_stub_engine_comes_up_and_teardown_leaves_nothing(tmp_path):
     assert ready_s < 10
     assert_nothing_left(stack.launch_id, pid, STUB_PORT)
     assert stack.summary.teardown_problems == []
+    # the watchdog stood down only after teardown was done, and is gone
+    assert stack.summary.watchdog["outcome"] == "stood down" and stack.watchdog.process.returncode == 0
+    assert "disarmed: the suite tore the launch down itself" in stack.watchdog.log_path.read_text()
 
 
 def test_teardown_kills_a_child_that_left_the_process_group(tmp_path):
@@ -137,6 +140,40 @@ def test_killing_the_run_mid_test_still_tears_down(tmp_path, sig):
         == "passed"
     assert summary["teardown_s"] is not None and summary["teardown_problems"] == [], outcome.output[-3000:]
     assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
+
+
+@pytest.mark.parametrize("engine", ["plain", "orphan-ignoring-term"])
+def test_sigkilled_run_leaves_nothing_of_its_launch(tmp_path, engine, record_property):
+    """SIGKILL of pytest runs no teardown at all; the launch watchdog ends the launch's process groups (and a
+    child that made its own session and ignores SIGTERM: SIGKILL after term_grace_s = 2 s), leaves a bystander
+    alone, and exits itself."""
+    inventory = tmp_path / "stub.toml"
+    flags = " --orphan --ignore-term" if engine == "orphan-ignoring-term" else ""
+    inventory.write_text((INVENTORIES / "launch-stub-server.toml").read_text()
+                         .replace("stub_server.py 8337", f"stub_server.py 8337{flags}"))
+    bystander = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    summary = {}
+    try:
+        killed = run_until_marker(_contract_run(tmp_path, inventory, str(ROOT / "selftest" / "data" / "launch" /
+                                                                         "blocking_contract.py")),
+                                  tmp_path / "marker", signal.SIGKILL)
+        summary = summary_of(tmp_path / "reports")
+        assert killed.returncode == -signal.SIGKILL and summary["teardown_s"] is None  # no teardown ran
+        took = seconds_until_nothing_left(summary["launch_id"], [summary["processes"][0]["pgid"]], STUB_PORT,
+                                          within_s=12)
+        assert bystander.poll() is None, "the watchdog killed a process outside the launch"
+    finally:
+        bystander.kill()
+        bystander.wait()
+        for leftover in tagged_processes(summary["launch_id"]) if summary else []:
+            os.kill(leftover.pid, signal.SIGKILL)  # without a watchdog the stand-in engine stays (it did before)
+    assert seconds_until_nothing_left("-", [summary["watchdog"]["pid"]], STUB_PORT, within_s=2) < 2  # it exits too
+    log = Path(summary["watchdog"]["log"]).read_text()
+    assert f"the suite (pid {summary['suite_pid']}) is gone and did not tear down" in log, log
+    assert f"nothing of launch {summary['launch_id']} left after" in log, log
+    assert ("SIGKILL process group" in log) == (engine == "orphan-ignoring-term"), log
+    record_property("nothing_left_after_sigkill_s", took)
+    print(f"\n{engine}: nothing of the launch left {took} s after SIGKILL of pytest; watchdog log:\n{log}")
 
 
 def test_sigterm_during_launch_still_tears_down(tmp_path):

@@ -5,12 +5,14 @@ The commands live in the inventory; this package runs them in order through each
 from a crash (exit, failed unit, exited container), a crash loop (systemd NRestarts or docker
 RestartCount climbing) and a hang (no new log output for `no_progress_s`). Teardown runs every stop
 step even after a failure, ends our process groups, proves with /proc that no process of ours is left
-and that the port is free, and keeps the logs and a `summary.json` under the log folder.
+and that the port is free, and keeps the logs and a `summary.json` under the log folder. When the suite
+itself dies without tearing down (SIGKILL), the launch watchdog (`_watchdog.py`) ends our process groups.
 """
 
 from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
 from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
-from ._process import LAUNCH_ID_ENV, BackgroundProcess, ProcessInfo, group_members, listeners, tagged_processes
+from ._proc import LAUNCH_ID_ENV, ProcessInfo, group_members, listeners, tagged_processes
+from ._process import BackgroundProcess
 from ._ready import ReadyTarget, TargetReadiness, endpoint_probe, host_probe, log_watch, wait_all_ready
 from ._signals import install_terminate_as_interrupt, signals_deferred
 from ._stack import LaunchSummary, Stack, StepRecord, http_ok, port_open

@@ -37,8 +37,10 @@ from ..io.http import httpx_errors
 from ..io.transport import Connection
 from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
 from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
-from ._process import BackgroundProcess, ProcessInfo, launch_id_of, listeners, tagged_processes
+from ._proc import ProcessInfo, launch_id_of, listeners, tagged_processes
+from ._process import BackgroundProcess
 from ._watch import Observation, ProcessWatch, Watch, observe_safely, remote_watch
+from ._watchdog import Watchdog
 
 PORT_FREE_WAIT_S = 15.0
 LEFTOVER_WAIT_S = 5.0
@@ -69,6 +71,10 @@ class LaunchSummary:
     endpoint: str
     url: str
     launched_at: str = ""
+    suite_pid: int = 0
+    """The process that launched the stack (pytest); the watchdog ends the launch if it dies untidily."""
+    watchdog: dict = field(default_factory=dict)
+    """pid, log and outcome of the launch watchdog (started with the first background process)."""
     launch_to_ready_s: float | None = None
     launch_error: str = ""
     teardown_s: float | None = None
@@ -136,7 +142,9 @@ class Stack:
         self.address = (parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
         self.launch_id = uuid.uuid4().hex[:12]
         self.processes: list[BackgroundProcess] = []
-        self.summary = LaunchSummary(self.launch_id, inventory.deployment.name, self.endpoint.name, self.url)
+        self.summary = LaunchSummary(self.launch_id, inventory.deployment.name, self.endpoint.name, self.url,
+                                     suite_pid=os.getpid())
+        self.watchdog: Watchdog | None = None
         self._has_started = False
         self._has_stopped = False
 
@@ -357,8 +365,13 @@ class Stack:
     def _start_background(self, step: StepSpec, phase: str) -> None:
         label = step.label
         log_path = self.log_dir / f"{phase}-{_slug(label)}.log"
+        if self.watchdog is None:
+            self.watchdog = Watchdog.start(self.launch_id, self.log_dir / "watchdog.log", self.spec.term_grace_s)
+            self.summary.watchdog = {"pid": self.watchdog.pid, "log": str(self.watchdog.log_path),
+                                     "outcome": "guarding"}
         process = BackgroundProcess.start(label, step.run, log_path, dict(step.env), self.launch_id, cwd=self.cwd)
         self.processes.append(process)
+        self.watchdog.guard(process.pid)
         self.summary.processes.append({"name": label, "pid": process.pid, "pgid": process.pid,
                                        "log": str(log_path)})
         self._record(StepRecord(phase, step.host, label, step.run, "started"))
@@ -395,6 +408,11 @@ class Stack:
             who = "; ".join(map(str, listeners(port))) if host in LOCAL_HOSTS else ""
             problems.append(f"{host}:{port} still accepts connections {PORT_FREE_WAIT_S:g} s after teardown"
                             + (f" ({who})" if who else ""))
+        if self.watchdog is not None:
+            outcome = self.watchdog.disarm()
+            self.summary.watchdog["outcome"] = outcome
+            if outcome != "stood down":
+                self.say(f"[launch] stop: the launch watchdog {outcome}")
         self.summary.teardown_s = round(self.clock() - started, 2)
         self.summary.leftover_processes = [str(p) for p in leftovers]
         self.summary.teardown_problems = problems
