@@ -7,6 +7,11 @@ in `fixtures/` fetch facts with it and the contract tests in `tests/` judge them
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
+# The root assembles the layers' declarations before anything reads them: the adapter registry hands the
+# inventory its engine kinds (`llmval.inventory.use_engine_registry`) and the host facts put their commands on the
+# read-only allow-list (`llmval.io.command.COMMANDS`) that transports and replays check. The lower layers never
+# import these upper ones (pyproject.toml `[tool.importlinter]`).
+from . import engines, hostfacts  # noqa: F401  (imported for the declarations they make)
 from .core.contract import mismatch, redact
 from .core.errors import (
     CommandFailed,

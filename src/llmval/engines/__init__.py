@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import httpx
 
-from ..inventory import EndpointSpec
+from ..inventory import EndpointSpec, use_engine_registry
 from .base import (
     Acceptance,
     CacheHits,
@@ -61,6 +61,7 @@ def _registry() -> dict[str, type[EngineAdapter]]:
 # The registry: one entry per engine, in detection order. The inventory's `engine =` choices, its JSON schema,
 # `llmval init --platform` and the CLI's choices are its kinds (selftest/engines/test_registry.py).
 ADAPTERS: dict[str, type[EngineAdapter]] = _registry()
+use_engine_registry(ADAPTERS)
 
 __all__ = [
     "ADAPTERS",

@@ -1,22 +1,33 @@
 """The inventory's `engine =` type: a kind of the adapter registry (`llmval.engines.ADAPTERS`), the one list.
 
-The registry is read when a value is validated or the JSON schema is written, not when this module is imported:
-`llmval.engines` imports the inventory models, so the models cannot import it first.
+The models sit below the adapters (`llmval.engines` imports them), so they cannot import the registry: the
+registry hands itself down when it is built (`use_engine_registry(ADAPTERS)`, in `llmval.engines`), and the
+package root imports `llmval.engines`, so it is there before any inventory is validated. It is read, live, when a
+value is validated or the JSON schema is written: a kind added to the registry is a choice at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import core_schema
 
+_registry: Mapping[str, object] | None = None
+
+
+def use_engine_registry(adapters: Mapping[str, object]) -> None:
+    """The adapter registry whose keys are the inventory's engine kinds (`llmval.engines` calls this once)."""
+    global _registry
+    _registry = adapters
+
 
 def engine_kinds() -> list[str]:
     """The registry's engine kinds, in detection order."""
-    from ..engines import ADAPTERS
-
-    return list(ADAPTERS)
+    if _registry is None:  # only when the package root was bypassed; it imports llmval.engines
+        raise RuntimeError("no engine registry: llmval.engines was not imported (the llmval package imports it)")
+    return list(_registry)
 
 
 def _known(value: str) -> str:

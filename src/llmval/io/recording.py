@@ -14,7 +14,8 @@ regular files only (no symlink, FIFO, device or folder under a recording file's 
 `MAX_FILE_BYTES` per file and `MAX_RECORDING_BYTES` in all; every line is a JSON object of the declared
 fields with the declared types (no unknown key, no missing field, `body_b64` base64, finite durations); and,
 since a recording is evidence of read-only commands, every recorded command has the argv shape of a command
-family on the read-only allow-list (`llmval.hostfacts.is_read_only`) and every HTTP request is a GET or a
+family on the read-only allow-list (`llmval.io.command.is_read_only`: the host facts' declared commands,
+put there when `llmval.hostfacts` is imported, as the package root does) and every HTTP request is a GET or a
 POST to an http(s) URL.
 
 A host command is answered by its family and arguments (`llmval.io.command.Rendered.key`: the recorded text
@@ -42,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..core.contract import redact
 from ..core.errors import RecordingError, ReplayMiss
-from .command import Key, Rendered, command_key
+from .command import Key, Rendered, command_key, is_read_only
 
 
 @dataclass(frozen=True)
@@ -259,8 +260,6 @@ class _Folder:
 
     @classmethod
     def load(cls, folder: Path, budget: int) -> _Folder:
-        from ..hostfacts import is_read_only  # the allow-list lives with the declarations (it imports us)
-
         loaded = cls(folder)
         allowed: dict[str, bool] = {}
         for kind, path in _recording_files(folder):
