@@ -16,7 +16,7 @@ from llmval.core.errors import ReplayMiss, UnsafeArgument
 from llmval.hostfacts import LXC_CONF, UNAME, log_command
 from llmval.hostfacts.watch import WATCH_CONTAINER, WATCH_FILE, WATCH_UNIT
 from llmval.inventory import HostSpec
-from llmval.inventory._values import CONTAINER, PATH, PATTERN, UNIT, ContainerName, HostPath, ProcessPattern, UnitName
+from llmval.inventory.values import CONTAINER, PATH, PATTERN, UNIT, ContainerName, HostPath, ProcessPattern, UnitName
 from llmval.io.command import COMMANDS, KINDS, Command, Rendered, command_key, is_declared
 from llmval.io.recording import Replay
 from llmval.io.transport import connect

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     init.add_argument("--platform", required=True, choices=list(ADAPTERS), help="the engine served")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # its own parser (`python -m llmval bench --help`)
-        from ..bench._cli import main as bench_main
+        from ..bench import main as bench_main
 
         return bench_main(argv[1:])
     args = parser.parse_args(argv)

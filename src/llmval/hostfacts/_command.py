@@ -5,7 +5,7 @@ It is `llmval.io.command`: one definition for host facts, engine-log reads, the 
 
 from __future__ import annotations
 
-from ..inventory._values import MAX_VALUE_CHARS
+from ..inventory.values import MAX_VALUE_CHARS
 from ..io.command import (
     ARG_RE,
     CONTAINER,

@@ -20,7 +20,7 @@ Four read-only commands, each its own fact:
 from __future__ import annotations
 
 from ..core.errors import CommandFailed
-from ..inventory._values import PIDS
+from ..inventory.values import PIDS
 from ..parsers.procs import (
     ComputeApp,
     ProcessRow,

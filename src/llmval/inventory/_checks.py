@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._values import CONTROL_RE
+from .values import CONTROL_RE
 
 MAX_DEPTH = 12
 """The deepest real inventory nests 7 levels (hosts → [i] → proxmox → guests → [i] → bus_ids → [i])."""

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ._base import Spec
-from ._values import Name, Seconds
+from .values import Name, Seconds
 
 
 class NiahSpec(Spec):

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator, model_validator
 
 from ._base import Spec
-from ._values import (
+from .values import (
     GLOB,
     Address,
     BusId,

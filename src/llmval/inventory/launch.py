@@ -26,7 +26,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from ._base import Spec
-from ._values import EnvKey, Name, Seconds, Text, check_source
+from .values import EnvKey, Name, Seconds, Text, check_source
 
 WATCH_RE = re.compile(
     r"^(?:process|(?P<kind>systemd|docker|file):(?P<target>[^@\s]+)@(?P<host>[A-Za-z0-9][A-Za-z0-9_.-]*))$"

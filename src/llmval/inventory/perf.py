@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ._base import Spec
-from ._values import Name
+from .values import Name
 
 MIN_REQUEST_RATE = 0.01
 """req/s: a slower rate is not a load (and 1e-300 would wait forever for its second request)."""

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from ._base import Spec
-from ._values import Label, Name, Text
+from .values import Label, Name, Text
 
 CHECK_PATTERN = r"^[a-z0-9_*?\[\]-]+(\.[a-z0-9_*?\[\]-]+)+$"
 

@@ -8,7 +8,7 @@ from pydantic import Field, HttpUrl, field_validator, model_validator
 
 from ._base import Spec
 from ._engines import EngineKind
-from ._values import BaseUrlText, EnvKey, Label, Name, Rate, Seconds, check_source
+from .values import BaseUrlText, EnvKey, Label, Name, Rate, Seconds, check_source
 
 
 class SpeculativeSpec(Spec):

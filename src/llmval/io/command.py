@@ -4,7 +4,7 @@ A `Command` is one command family: a template whose literal text is fixed (progr
 whose `{fields}` are typed arguments. Every field names its `Kind` (`Command(..., unit=UNIT)`); a kind
 says what a value may look like (a path, a unit name, a container name, a number) and never lets a value
 start with `-`, so an inventory value can never become an option (`-delete`, `--host=`, `--privileged`,
-`-oProxyCommand=`). The kinds are the inventory's own value shapes (`llmval.inventory._values`): what the
+`-oProxyCommand=`). The kinds are the inventory's own value shapes (`llmval.inventory.values`): what the
 inventory accepts when it loads is what a command accepts when it renders. A value is refused twice: when
 a command is rendered (`render` raises `UnsafeArgument`) and when a sent command is checked (`match` /
 `is_read_only`): the literal text must be byte-identical to the template and each argument, once unquoted,
@@ -37,7 +37,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..core.errors import UnsafeArgument
-from ..inventory._values import CONTAINER, GLOB, KINDS, NUMBER, PATH, PATTERN, TEXT, UNIT, Kind
+from ..inventory.values import CONTAINER, GLOB, KINDS, NUMBER, PATH, PATTERN, TEXT, UNIT, Kind
 
 __all__ = ["COMMANDS", "CONTAINER", "GLOB", "KINDS", "NUMBER", "PATH", "PATTERN", "TEXT", "UNIT", "Command", "Kind",
            "Rendered", "UnsafeArgument", "allow", "command_key", "family_of", "is_read_only"]
