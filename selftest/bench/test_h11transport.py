@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from llmval.bench import CalibrationSource, Schedule
+from llmval.io.h11transport import H11Transport
 from llmval.load import completion_payload, stream_completion
-from llmval.load._h11transport import H11Transport
 
 PAYLOAD = completion_payload(model="m", prompt="a b", output_len=9, temperature=0.0, ignore_eos=True)
 

@@ -11,9 +11,12 @@ common ones. `server.stop` is set when the server closes: trickling routes end t
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -21,8 +24,9 @@ MODEL = "smollm2"
 Route = Callable[[BaseHTTPRequestHandler], None]
 
 
-def answer(body: bytes | str | object, status: int = 200, content_type: str = "application/json") -> Route:
-    """A route answering `body` at once (bytes and str as they are, anything else as JSON)."""
+def answer(body: bytes | str | object, status: int = 200, content_type: str = "application/json",
+           headers: dict[str, str] | None = None) -> Route:
+    """A route answering `body` at once (bytes and str as they are, anything else as JSON), with `headers`."""
     if isinstance(body, str):
         data = body.encode("utf-8", "surrogateescape")
     elif isinstance(body, bytes):
@@ -34,6 +38,8 @@ def answer(body: bytes | str | object, status: int = 200, content_type: str = "a
         request.send_response(status)
         request.send_header("Content-Type", content_type)
         request.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            request.send_header(name, value)
         request.end_headers()
         request.wfile.write(data)
 
@@ -168,3 +174,59 @@ class HostileServer:
         self._server.server_close()
         self._thread.join(timeout=5)
         time.sleep(0)
+
+
+def forever(every_s: float = 0.5, content_type: str = "text/event-stream") -> Route:
+    """A route that streams one SSE event every `every_s` seconds and never ends (until the server stops)."""
+    event = b'data: {"choices":[{"index":0,"text":"x","finish_reason":null}]}\n\n'
+
+    def route(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(200)
+        request.send_header("Content-Type", content_type)
+        request.end_headers()
+        while not request.server.stop.wait(every_s):  # type: ignore[attr-defined]
+            request.wfile.write(event)
+            request.wfile.flush()
+        request.close_connection = True
+
+    return route
+
+
+def endless(chunk: bytes = b"x" * 2**20, content_type: str = "text/event-stream", encoding: str = "") -> Route:
+    """A route that writes `chunk` after `chunk` as fast as the client reads, with no length and no end (a body of
+    1.5 GB, or of any size), optionally saying it is `encoding`-encoded."""
+
+    def route(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(200)
+        request.send_header("Content-Type", content_type)
+        if encoding:
+            request.send_header("Content-Encoding", encoding)
+        request.end_headers()
+        while not request.server.stop.is_set():
+            request.wfile.write(chunk)
+        request.close_connection = True
+
+    return route
+
+
+@functools.lru_cache(maxsize=4)
+def gzipped_zeros(inflated: int, level: int = 1) -> bytes:
+    """gzip of `inflated` zero bytes: 256 MiB is 1.1 MiB at level 1 (0.7 s to build), 1 GiB 1 MiB at level 9 (8 s)."""
+    packer = zlib.compressobj(level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    block = bytes(2**20)
+    return b"".join(packer.compress(block) for _ in range(inflated // len(block))) + packer.flush()
+
+
+def gzip_bomb(inflated: int = 256 * 2**20, status: int = 200, content_type: str = "text/event-stream",
+              level: int = 1) -> Route:
+    """A route answering a gzip body that inflates to `inflated` bytes of zeros (Content-Length set: the socket
+    bytes are far under any cap)."""
+    return answer(gzipped_zeros(inflated, level), status=status, content_type=content_type,
+                  headers={"Content-Encoding": "gzip"})
+
+
+def gzipped(route_body: bytes | str | object, status: int = 200, content_type: str = "application/json") -> Route:
+    """A route answering `route_body` gzip-encoded (as a server behind a compressing proxy does)."""
+    data = route_body.encode() if isinstance(route_body, str) else route_body if isinstance(route_body, bytes) \
+        else json.dumps(route_body).encode()
+    return answer(gzip.compress(data), status=status, content_type=content_type, headers={"Content-Encoding": "gzip"})

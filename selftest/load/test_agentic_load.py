@@ -13,9 +13,9 @@ import json
 import httpx
 
 from llmval.engines import VllmAdapter
+from llmval.load import WireClient
 from llmval.load._agentic import AgenticProfile, build_sessions, chat_payload, context_bucket, run_agentic
 from llmval.load._rate import Slo
-from llmval.load._wire import WireClient
 
 from .fake_prefix_server import prefix_server, tokens_of
 

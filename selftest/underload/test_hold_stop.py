@@ -8,9 +8,8 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from llmval.load import completion_payload
+from llmval.load import WireClient, completion_payload
 from llmval.load._runner import sender
-from llmval.load._wire import WireClient
 from llmval.underload.hold import LoadHold
 
 from .stub import StubState, stub_server

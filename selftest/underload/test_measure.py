@@ -13,7 +13,7 @@ import pytest
 from llmval.core.errors import NotReady
 from llmval.inventory import EndpointSpec, PerfSpec
 from llmval.io.http import endpoint_client, make_async_client
-from llmval.load._wire import WireClient
+from llmval.load import WireClient
 from llmval.toolcalls import build_catalogue
 from llmval.underload import CorrectnessRun, measure, measure_async
 
@@ -122,7 +122,7 @@ def test_a_load_the_server_refuses_is_never_held_and_says_why(tmp_path):
 
 
 def test_the_wire_client_streams_the_load_too(tmp_path):
-    """The fixture's path: load streams over llmval.load._wire (chunked SSE, keep-alive), probes over httpx."""
+    """The fixture's path: load streams over llmval.io.wire (chunked SSE, keep-alive), probes over httpx."""
     state = _state()
     with stub_server(state) as base_url:
         endpoint, perf = _endpoint(base_url), _perf(tool_categories=[], repeat_idle=False)

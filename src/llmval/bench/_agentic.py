@@ -19,13 +19,12 @@ import os
 import time
 from pathlib import Path
 
-import httpx
-
 from ..engines import ADAPTERS, adapter_class
+from ..io.http import make_async_client
+from ..load import WireClient
 from ..load._agentic import AgenticProfile, AgenticRun, plot_agentic, run_agentic
 from ..load._lock import engine_lock
 from ..load._rate import Slo
-from ..load._wire import WireClient
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,7 +96,7 @@ async def _run(args: argparse.Namespace, concurrency: int) -> AgenticRun:
                              output_len=args.output_len, think_s=args.think_s, seed=args.seed,
                              tools=not args.no_tools, max_context_tokens=args.max_context_tokens)
     engine = adapter_class(args.engine)
-    async with httpx.AsyncClient(base_url=args.base_url, timeout=30) as client, \
+    async with make_async_client(args.base_url, timeout_s=30) as client, \
             WireClient(args.base_url, timeout_s=args.timeout_s) as streamer:
         return await run_agentic(client, streamer, profile, endpoint=args.base_url, engine=engine,
                                  sample_interval_s=args.metrics_interval_s)

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from ..engines.base import EngineAdapter
 from ..io.http import make_async_client
-from ..load import Workload, run_load
+from ..load import WireClient, Workload, run_load
 from ..load._parallel import auto_workers, run_load_parallel
-from ..load._wire import WireClient
 from ._source import Schedule, Truth
 from ._vllm import VllmBench, VllmRun
 

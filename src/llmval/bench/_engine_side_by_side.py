@@ -31,9 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 from ..engines import VllmAdapter
+from ..io.http import make_async_client
 from ..load import Workload, read_counters, run_load, window_deltas
 from ..load._lock import engine_lock
 from ._vllm import VllmBench, VllmRun, median_tpot_ms
@@ -109,7 +108,7 @@ def run_vllm_bench(bench: VllmBench, args: argparse.Namespace, concurrency: int,
 
 
 async def counters(args: argparse.Namespace):
-    async with httpx.AsyncClient(base_url=args.base_url, timeout=30) as client:
+    async with make_async_client(args.base_url, timeout_s=30) as client:
         return await read_counters(client, "side-by-side", VllmAdapter)
 
 
@@ -117,8 +116,8 @@ async def run_suite(args: argparse.Namespace, concurrency: int, num_prompts: int
     workload = Workload(model=args.model, input_len=args.input_len, output_len=args.output_len,
                         concurrency=concurrency, num_requests=num_prompts, warmup_requests=args.warmups,
                         temperature=args.temperature, ignore_eos=True)
-    limits = httpx.Limits(max_connections=max(concurrency, 1) + 2)
-    async with httpx.AsyncClient(base_url=args.base_url, timeout=args.timeout_s, limits=limits) as client:
+    async with make_async_client(args.base_url, timeout_s=args.timeout_s,
+                                 max_connections=max(concurrency, 1) + 2) as client:
         run = await run_load(client, workload, endpoint="side-by-side", engine=VllmAdapter)
     return run.as_json()
 

@@ -23,11 +23,11 @@ import time
 
 import numpy as np
 
+from ..load import WireClient
 from ..load._arrivals import vllm_offsets
 from ..load._request import completion_payload
 from ..load._runner import _run_batch
 from ..load._stats import percentile
-from ..load._wire import WireClient
 from ._source import MODEL, Schedule, SourceFleet
 from ._vllm import VllmBench, VllmRun
 

@@ -54,11 +54,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import httpx
-
 from ..core.errors import EndpointError
 from ..engines import VllmAdapter
-from ..io.http import httpx_errors
+from ..io.http import httpx_errors, make_async_client
 from ..load import read_counters, window_deltas
 from ..load._arrivals import vllm_offsets
 from ..load._lock import engine_lock
@@ -193,7 +191,7 @@ class SideBySide:
     # --- engine
     async def _prepare(self) -> tuple[WordPrompts, dict]:
         args = self.args
-        async with httpx.AsyncClient(base_url=args.base_url, timeout=30) as client:
+        async with make_async_client(args.base_url, timeout_s=30) as client:
             maker = await WordPrompts.create(client, model=args.model, input_len=args.input_len,
                                              endpoint="side-by-side")
             info: dict = {"base_url": args.base_url, "model": args.model, "processes_on_host": len(self.machine.engine)}
@@ -210,13 +208,13 @@ class SideBySide:
         return maker, info
 
     async def _counters(self):
-        async with httpx.AsyncClient(base_url=self.args.base_url, timeout=30) as client:
+        async with make_async_client(self.args.base_url, timeout_s=30) as client:
             return await read_counters(client, "side-by-side", VllmAdapter)
 
     async def _prompt_texts(self, nonce: str, count: int) -> list[str]:
         if self.prompts.exact:
             return self.prompts.texts(nonce, count)
-        async with httpx.AsyncClient(base_url=self.args.base_url, timeout=30) as client:
+        async with make_async_client(self.args.base_url, timeout_s=30) as client:
             return [p.text for p in await build_prompts(client, model=self.args.model, input_len=self.args.input_len,
                                                         nonce=nonce, count=count, endpoint="side-by-side")]
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import time
 import typing
+import zlib
 from dataclasses import dataclass
 
 import httpcore
@@ -27,8 +28,79 @@ import httpx
 
 HUNG = "the server is hung or trickling"
 MAX_BODY_BYTES = 64 * 2**20
-"""The largest answer read (headers included): 64 MiB. Real answers are far smaller: /v1/models of a few models
-is a few kB, /metrics of a busy vLLM under 1 MB, a chat completion of 32k tokens a few hundred kB."""
+"""The largest answer read (headers included): 64 MiB, counted on the wire and again after decoding (a 1 MiB
+gzip body inflates to 1 GiB). Real answers are far smaller: /v1/models of a few models is a few kB, /metrics
+of a busy vLLM under 1 MB, a chat completion of 32k tokens a few hundred kB."""
+DECODED_FROM = "x-llmval-content-encoding"
+"""The header a decoded answer carries instead of Content-Encoding: the encoding it came with (recorded, so a
+replay knows the live server compressed, and is not decoded twice)."""
+DECODABLE = ("gzip", "x-gzip", "deflate", "identity")
+
+
+def hung_words(total_s: float | None, read: int) -> str:
+    """The words of a request whose whole time ran out (`is_hung` knows them)."""
+    if not read:
+        return f"no answer within {total_s:g} s (the whole request's time; nothing came): {HUNG}"
+    return f"no complete answer within {total_s:g} s (the whole request's time; {read} bytes came): {HUNG}"
+
+
+def too_large_words(max_bytes: int, read: int, what: str = "the answer is") -> str:
+    return f"{what} larger than {max_bytes // 2**20} MiB ({read} bytes read): refused to read more"
+
+
+class TooLarge(Exception):
+    """An answer (or what it inflates to) passed its byte cap."""
+
+
+class Inflater:
+    """Decodes a Content-Encoding (gzip, deflate, a list of them) chunk by chunk, never past `max_bytes` of output:
+    each `zlib` call is asked for at most what is left, so a bomb costs `max_bytes` of memory and the time to
+    inflate it, not its inflated size. `feed` and `flush` raise `TooLarge` past the cap and `ValueError` for an
+    encoding it does not know or bytes that do not decode."""
+
+    def __init__(self, encoding: str, max_bytes: int = MAX_BODY_BYTES):
+        codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
+        unknown = [c for c in codings if c not in DECODABLE]
+        if unknown:
+            raise ValueError(f"Content-Encoding {encoding!r} is not one the suite decodes ({', '.join(DECODABLE)})")
+        self.encoding = ", ".join(codings)
+        self.max_bytes, self.out = max_bytes, 0
+        # applied last first (RFC 9110: the codings are listed in the order they were applied)
+        self._stages = [_stage(c) for c in reversed(codings) if c != "identity"]
+
+    def feed(self, data: bytes) -> bytes:
+        for index in range(len(self._stages)):
+            data = self._run(index, data)
+        return data
+
+    def flush(self) -> bytes:
+        data = b""
+        for index, stage in enumerate(self._stages):
+            data = self._run(index, data) + self._capped(stage.flush())
+        return data
+
+    def _run(self, index: int, data: bytes) -> bytes:
+        stage, parts = self._stages[index], []
+        try:
+            while data:
+                part = stage.decompress(data, self.max_bytes - self.out + 1)
+                parts.append(self._capped(part))
+                data = stage.unconsumed_tail
+                if not part and data:
+                    break
+        except zlib.error as error:
+            raise ValueError(f"the {self.encoding}-encoded answer does not decode: {error}") from None
+        return b"".join(parts)
+
+    def _capped(self, part: bytes) -> bytes:
+        self.out += len(part)
+        if self.out > self.max_bytes:
+            raise TooLarge(too_large_words(self.max_bytes, self.out, f"the answer ({self.encoding}) inflates to"))
+        return part
+
+
+def _stage(coding: str):
+    return zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or a zlib header, whichever came
 
 
 @dataclass
@@ -50,10 +122,7 @@ class Budget:
                    max_bytes=max_bytes)
 
     def hung(self) -> str:
-        if not self.read:
-            return f"no answer within {self.total_s:g} s (the whole request's time; nothing came): {HUNG}"
-        return (f"no complete answer within {self.total_s:g} s (the whole request's time; {self.read} bytes came): "
-                f"{HUNG}")
+        return hung_words(self.total_s, self.read)
 
     def clamp(self, timeout: float | None) -> float | None:
         """`timeout` shortened to what is left; ReadTimeout naming the hang when nothing is."""
@@ -67,8 +136,7 @@ class Budget:
     def count(self, data: bytes) -> bytes:
         self.read += len(data)
         if self.read > self.max_bytes:
-            raise httpcore.ReadError(f"the answer is larger than {self.max_bytes // 2**20} MiB "
-                                     f"({self.read} bytes read): refused to read more")
+            raise httpcore.ReadError(too_large_words(self.max_bytes, self.read))
         return data
 
     def expired(self) -> bool:
@@ -195,6 +263,81 @@ def _bound_pool(transport: httpx.HTTPTransport | httpx.AsyncHTTPTransport, wrap)
     pool._network_backend = wrap(pool._network_backend)
 
 
+def decoded_headers(headers: httpx.Headers) -> tuple[str, httpx.Headers]:
+    """(the Content-Encoding the answer came with, or "", the headers of its decoded form: no Content-Encoding or
+    Content-Length, `DECODED_FROM` naming the encoding)."""
+    encoding = headers.get("content-encoding", "").strip()
+    if not encoding or encoding.lower() == "identity":
+        return "", headers
+    kept = httpx.Headers([(k, v) for k, v in headers.multi_items()
+                          if k.lower() not in ("content-encoding", "content-length")])
+    kept[DECODED_FROM] = encoding
+    return encoding, kept
+
+
+def _decode_error(error: Exception) -> httpx.TransportError:
+    return httpx.ReadError(str(error)) if isinstance(error, TooLarge) else httpx.DecodingError(str(error))
+
+
+class _Decoded(httpx.SyncByteStream):
+    """The body decoded here, under the cap and inside the request's deadline (httpx would inflate it later,
+    unbounded, outside both)."""
+
+    def __init__(self, inner: httpx.SyncByteStream, encoding: str, budget: Budget):
+        self._inner, self._encoding, self._budget = inner, encoding, budget
+
+    def __iter__(self) -> typing.Iterator[bytes]:
+        try:
+            self._inflater = Inflater(self._encoding, self._budget.max_bytes)
+            for chunk in self._inner:
+                if self._budget.expired():
+                    raise httpx.ReadTimeout(self._budget.hung())
+                if out := self._inflater.feed(chunk):
+                    yield out
+            if out := self._inflater.flush():
+                yield out
+        except (TooLarge, ValueError) as error:
+            raise _decode_error(error) from None
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _AsyncDecoded(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream, encoding: str, budget: Budget):
+        self._inner, self._encoding, self._budget = inner, encoding, budget
+
+    async def __aiter__(self) -> typing.AsyncIterator[bytes]:
+        try:
+            self._inflater = Inflater(self._encoding, self._budget.max_bytes)
+            async for chunk in self._inner:
+                if self._budget.expired():
+                    raise httpx.ReadTimeout(self._budget.hung())
+                if out := self._inflater.feed(chunk):
+                    yield out
+            if out := self._inflater.flush():
+                yield out
+        except (TooLarge, ValueError) as error:
+            raise _decode_error(error) from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def decoded(response: httpx.Response, budget: Budget, request: httpx.Request) -> httpx.Response:
+    """`response` as it reads decoded: a compressed body is inflated by the transport, bounded by `budget` (its
+    cap and its deadline), and the answer says which encoding it came with (`DECODED_FROM`). An encoding the suite
+    does not decode fails when the body is read (httpx.DecodingError)."""
+    encoding, headers = decoded_headers(response.headers)
+    if not encoding:
+        return response
+    stream = response.stream
+    body = _Decoded(stream, encoding, budget) if isinstance(stream, httpx.SyncByteStream) \
+        else _AsyncDecoded(stream, encoding, budget)  # type: ignore[arg-type]
+    return httpx.Response(response.status_code, headers=headers, stream=body, extensions=response.extensions,
+                          request=request)
+
+
 class BoundedTransport(httpx.HTTPTransport):
     """httpx's transport, each request bounded by its read timeout as a whole and by `max_body_bytes`."""
 
@@ -204,8 +347,9 @@ class BoundedTransport(httpx.HTTPTransport):
         _bound_pool(self, _Backend)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        _BUDGET.set(Budget.of(request, self.max_body_bytes))  # kept for the body, read after this returns
-        return super().handle_request(request)
+        budget = Budget.of(request, self.max_body_bytes)
+        _BUDGET.set(budget)  # kept for the body, read after this returns
+        return decoded(super().handle_request(request), budget, request)
 
 
 class AsyncBoundedTransport(httpx.AsyncHTTPTransport):
@@ -217,5 +361,6 @@ class AsyncBoundedTransport(httpx.AsyncHTTPTransport):
         _bound_pool(self, _AsyncBackend)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        _BUDGET.set(Budget.of(request, self.max_body_bytes))
-        return await super().handle_async_request(request)
+        budget = Budget.of(request, self.max_body_bytes)
+        _BUDGET.set(budget)
+        return decoded(await super().handle_async_request(request), budget, request)

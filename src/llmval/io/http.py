@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 import os
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from ..core.contract import excerpt, redact
 from ..core.errors import EndpointError, EndpointProtocolError, EndpointTimeout, EndpointUnreachable
 from .answers import parse_json
 from .bounded import AsyncBoundedTransport, BoundedTransport, is_hung
+from .h11transport import H11Transport
 from .recording import HttpExchange, Recorder, Replay, body_key
 
 if TYPE_CHECKING:
@@ -205,6 +207,15 @@ class AsyncReplayTransport(httpx.AsyncBaseTransport):
         return _replayed(self._replay, request)
 
 
+def port_open(host: str, port: int, timeout_s: float = 1.0) -> bool:
+    """True when something accepts TCP connections on host:port (nothing is read or sent)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def plaintext_key_warnings(inventory) -> list[str]:
     """One warning per endpoint whose API key would go over plain http to a host that is not loopback."""
     warnings = []
@@ -250,7 +261,7 @@ def make_async_client(base_url: str, *, api_key_env: str | None = None, timeout_
                       max_connections: int = 256, asyncio_native: bool = False) -> httpx.AsyncClient:
     """The async twin of make_client, for load generation.
 
-    `asyncio_native`: h11 on asyncio streams (`llmval.load._h11transport`) instead of httpcore: the request
+    `asyncio_native`: h11 on asyncio streams (`llmval.io.h11transport`) instead of httpcore: the request
     is written with no event-loop turn after t0, as aiohttp does for `vllm bench serve`, so C requests started
     together are each timed from their own start, not from the others' turns.
     """
@@ -258,8 +269,6 @@ def make_async_client(base_url: str, *, api_key_env: str | None = None, timeout_
     if replay is not None:
         transport = AsyncReplayTransport(replay)
     elif asyncio_native and recorder is None:
-        from ..load._h11transport import H11Transport
-
         transport = H11Transport()
     else:
         transport = AsyncBoundedTransport(retries=0, limits=httpx.Limits(max_connections=max_connections))

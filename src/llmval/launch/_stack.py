@@ -20,7 +20,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -28,12 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
-
 from ..core.contract import redact
 from ..core.errors import EndpointError, HostError, InventoryError, LlmvalError, NotReady, ParseError
 from ..inventory import Inventory, StepSpec
-from ..io.http import httpx_errors
+from ..io.http import httpx_errors, make_client, port_open
 from ..io.transport import Connection
 from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
 from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
@@ -100,18 +97,9 @@ def env_assignments(env: dict[str, str]) -> list[str]:
 def http_ok(url: str, timeout_s: float = 2.0) -> bool:
     """True when GET `url` answers 200."""
     try:
-        with httpx_errors():
-            return httpx.get(url, timeout=timeout_s).status_code == 200
+        with httpx_errors(), make_client("", timeout_s=timeout_s) as client:  # bounded, as every request
+            return client.get(url).status_code == 200
     except EndpointError:
-        return False
-
-
-def port_open(host: str, port: int, timeout_s: float = 1.0) -> bool:
-    """True when something accepts TCP connections on host:port."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
         return False
 
 

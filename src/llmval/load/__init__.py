@@ -28,7 +28,7 @@ from ._engine import EngineCounters, WindowDeltas, read_counters, server_identit
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._prompts import Prompt, build_prompt, build_prompts
 from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep
-from ._request import RequestRecord, completion_payload, stream_completion
+from ._request import RequestRecord, WireClient, completion_payload, stream_completion
 from ._runner import LoadRun, OtherLoad, Workload, run_load
 from ._sampler import EngineSamples, MetricsSampler
 from ._session import BaselineCheck, Measured, PerfSession, wait_idle, workload_for
@@ -64,6 +64,7 @@ __all__ = [
     "RunMetrics",
     "Slo",
     "WindowDeltas",
+    "WireClient",
     "Workload",
     "build_prompt",
     "build_prompts",

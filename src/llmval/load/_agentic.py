@@ -40,10 +40,9 @@ from ..engines import EngineAdapter
 from ..engines.base import CacheHits
 from ._engine import read_counters
 from ._rate import Goodput, Slo
-from ._request import Clock, RequestRecord
+from ._request import Clock, RequestRecord, WireClient
 from ._sampler import EngineSamples, MetricsSampler
 from ._stats import percentile
-from ._wire import WireClient
 
 CHAT_PATH = "/v1/chat/completions"
 NONCE_LINE = "Agent run {nonce}."

@@ -1,6 +1,6 @@
 """A load run over worker processes, each an asyncio loop with its own wire client, measured as one run.
 
-One Python process reads SSE events at a bounded rate (tens of µs of CPU each, see `_wire`); at GPU rates
+One Python process reads SSE events at a bounded rate (tens of µs of CPU each, see `llmval.io.wire`); at GPU rates
 (tens of thousands of events/s) the client would measure its own queueing. Here `workers` processes each run
 an event loop with a `WireClient`, a share of the requests (round-robin) and of the concurrency (C split as
 evenly as it goes). Each opens its connections and warms up, then all wait at a barrier for one start time
@@ -24,10 +24,9 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from ._request import RequestRecord, completion_payload
+from ._request import RequestRecord, WireClient, completion_payload
 from ._runner import LoadRun, Workload, _run_batch
 from ._stats import compute_metrics
-from ._wire import WireClient
 
 START_AHEAD_S = 0.2
 """The start time is set this far ahead of the barrier's release, so every worker is waiting for it."""

@@ -21,10 +21,9 @@ from ..engines import EngineAdapter
 from ._arrivals import poisson_offsets
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
-from ._request import Clock, RequestRecord, completion_payload, stream_completion
+from ._request import Clock, RequestRecord, WireClient, completion_payload, stream_completion
 from ._sampler import EngineSamples, MetricsSampler
 from ._stats import RunMetrics, compute_metrics
-from ._wire import WireClient
 
 
 class OtherLoad(LlmvalError):

@@ -40,8 +40,8 @@ from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._lock import engine_lock
 from ._plot import plot_run
 from ._rate import RatePoint, Slo, goodput, plot_sweep
+from ._request import WireClient
 from ._runner import LoadRun, OtherLoad, Workload, run_load
-from ._wire import WireClient
 
 IDLE_TIMEOUT_S = 120.0
 IDLE_POLL_S = 1.0
@@ -423,7 +423,7 @@ class PerfSession:
         engine = adapter_class(endpoint)
         probe = self._probe(endpoint)
         # No recorder: perf is never replayed, and teeing every streamed chunk would load the client. The streams
-        # go over the wire client (llmval.load._wire: a third of httpx's CPU per event); prompts and counters
+        # go over the wire client (llmval.io.wire: a third of httpx's CPU per event); prompts and counters
         # over httpx.
         async with self._connect(endpoint, workload.concurrency + 2) as client:
             identity = await server_identity(client, endpoint=endpoint.name, engine=engine,

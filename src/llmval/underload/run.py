@@ -35,11 +35,10 @@ from ..engines import adapter_class, adapter_for
 from ..inventory import EndpointSpec, PerfSpec
 from ..inventory.perf import CorrectnessSpec
 from ..io.http import api_key_headers, endpoint_async_client, endpoint_client
-from ..load import Workload, completion_payload, read_counters, wait_idle, workload_for
+from ..load import WireClient, Workload, completion_payload, read_counters, wait_idle, workload_for
 from ..load._lock import engine_lock
 from ..load._prompts import WordPrompts
 from ..load._runner import sender
-from ..load._wire import WireClient
 from .compare import CRITERIA, GateResult, ProbeSample, judge_gate
 from .hold import LoadHold, Window
 from .probes import Probe, ProbeAnswer, niah_probes, tool_probes

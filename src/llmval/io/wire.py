@@ -1,54 +1,85 @@
 """The load generator's streaming client: HTTP/1.1 and SSE parsed in one asyncio Protocol, no per-event layers.
 
+Behind the same contract as every other byte the suite reads (`llmval.io.bounded`): the request's timeout is the
+time the whole exchange may take (a stream that sends an event every 0.5 s forever ends at it, `hung_words`), an
+answer stops at `MAX_BODY_BYTES` on the wire and again after decoding, a compressed answer is inflated here under
+that cap, and what an error answer said reaches the record redacted before it is cut.
+
 At GPU event rates (~30k SSE chunks/s at C=256 on one H200 serving a small model) the httpx stack costs more
 CPU per event than the event itself is worth: httpx's response stream, the transport's byte iterator, h11's
 event machine and httpx-sse's line decoder each run per chunk, and each layer is an `await` (measured with
 `python -m llmval bench --ceiling`; numbers in README "Perf"). Here one `asyncio.Protocol` per connection
 receives the bytes, decodes the chunked transfer encoding and splits SSE events itself, and hands every
-complete `data:` payload to the same timing fold as the httpx path (`_request._Timing`, vLLM's definitions).
+complete `data:` payload to a fold (`StreamFold`: the load's timing, vLLM's definitions, `llmval.load`).
 Each event is timed when the bytes that complete it arrive (`data_received`), which is when an
 aiohttp reader like `vllm bench serve`'s times its read.
 
 Nothing between t0 and the request's write yields to the loop: an idle keep-alive connection is taken, t0 is
 read, the request (head and body in one buffer) is written. HTTP/1.1 only, one request per connection at a
-time, keep-alive, TLS for https (verified unless told not to). The read timeout is an inactivity timeout
-(no byte for `timeout_s`), as httpx's read timeout.
+time, keep-alive, TLS for https (verified unless told not to).
 
     async with WireClient("http://127.0.0.1:8000", timeout_s=600) as client:
-        record = await client.stream(payload)        # a RequestRecord, never raises for a failed request
+        error = await client.post_stream("/v1/completions", body, fold)   # "" when the stream completed
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import ssl
 import time
+from collections.abc import Callable
+from typing import Protocol
 from urllib.parse import urlsplit
 
-from ._request import Clock, RequestRecord, _StreamBroken, _Timing
+from ..core.contract import shorten
+from .bounded import MAX_BODY_BYTES, Inflater, TooLarge, hung_words, too_large_words
 
+Clock = Callable[[], float]
 _MAX_HEAD = 64 * 1024
 _MAX_ERROR_BODY = 64 * 1024
+MAX_EVENT_BYTES = 2**20
+"""The longest SSE event read (a streamed chunk is a few hundred bytes, a few kB with logprobs): past it the
+stream is refused rather than held and re-scanned (a server that never ends its event)."""
 
 
 class WireError(Exception):
     """The connection failed before or during a response (the request's `error` names it)."""
 
 
+class WireTimeout(WireError):
+    """The request's whole time ran out (`hung_words`)."""
+
+
+class StreamBroken(Exception):
+    """The stream's content is not what a streamed completion sends (the fold says what)."""
+
+
+class StreamFold(Protocol):
+    """What a streamed answer's events are handed to."""
+
+    def started(self, at: float) -> None:
+        """The request is about to be written (t0)."""
+
+    def message(self, data: bytes, at: float) -> None:
+        """One complete `data:` payload, at the time the bytes that completed it arrived; may raise StreamBroken."""
+
+    def finish(self) -> None:
+        """The stream ended whole; may raise StreamBroken."""
+
+
 class _Conn(asyncio.Protocol):
     """One keep-alive HTTP/1.1 connection that parses one streamed response at a time."""
 
-    def __init__(self, clock: Clock):
+    def __init__(self, clock: Clock, max_bytes: int = MAX_BODY_BYTES):
         self.clock = clock
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._done: asyncio.Future | None = None
-        self._timing: _Timing | None = None
-        self.last_data = 0.0
+        self._timing: StreamFold | None = None
+        self.max_bytes = max_bytes
         self.received = 0
-        """Bytes of the current response received so far."""
+        """Bytes of the current response received so far (on the wire)."""
+        self._inflater: Inflater | None = None
         self._state, self._keep_alive, self._status = "done", True, 0  # idle: reusable
         self._buf = self._sse = self._error_body = b""
         self._remaining = -1
@@ -69,19 +100,20 @@ class _Conn(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         now = self.clock()
-        self.last_data = now
         self.received += len(data)
         if self._done is None or self._done.done():
             return  # bytes after the response (or with no request): ignored, the connection is not reused
         try:
+            if self.received > self.max_bytes:
+                raise TooLarge(too_large_words(self.max_bytes, self.received))
             self._feed(data, now)
-        except _StreamBroken as broken:
+        except StreamBroken as broken:
             self._fail(broken)
-        except (ValueError, WireError) as error:
+        except (ValueError, WireError, TooLarge) as error:
             self._fail(WireError(str(error)))
 
     # --- one request
-    def begin(self, request: bytes, timing: _Timing) -> asyncio.Future:
+    def begin(self, request: bytes, timing: StreamFold) -> asyncio.Future:
         assert self.transport is not None
         self._done = asyncio.get_running_loop().create_future()
         self._timing = timing
@@ -92,8 +124,9 @@ class _Conn(asyncio.Protocol):
         self._keep_alive = True
         self._remaining = -1
         self._error_body = b""
+        self._inflater = None
         self.received = 0
-        self.last_data = self.clock()
+        timing.started(self.clock())
         self.transport.write(request)
         return self._done
 
@@ -162,6 +195,8 @@ class _Conn(asyncio.Protocol):
                     return
                 pos = eol + 2
         self._buf = buf[pos:] if pos < n else b""
+        if len(self._buf) > _MAX_HEAD:
+            raise WireError(f"a chunk header longer than {_MAX_HEAD} bytes")
         if out:
             self._body(out[0] if len(out) == 1 else b"".join(out), now)
 
@@ -171,7 +206,7 @@ class _Conn(asyncio.Protocol):
         if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
             raise WireError(f"not an HTTP/1.x response: {status_line[:100]!r}")
         self._status = int(parts[1])
-        chunked, length, sse = False, None, False
+        chunked, length, sse, encoding = False, None, False, ""
         for line in lines:
             name, _, value = line.partition(":")
             name, value = name.strip().lower(), value.strip().lower()
@@ -183,10 +218,14 @@ class _Conn(asyncio.Protocol):
                 self._keep_alive = "close" not in value
             elif name == "content-type":
                 sse = value.startswith("text/event-stream")
+            elif name == "content-encoding" and value not in ("", "identity"):
+                encoding = value
         if parts[0] == "HTTP/1.0":
             self._keep_alive = False
+        if encoding:  # never asked for (no Accept-Encoding): decoded anyway, under the same cap
+            self._inflater = Inflater(encoding, self.max_bytes)
         if self._status == 200 and not sse:
-            raise _StreamBroken(f"not an SSE stream: content-type is not text/event-stream ({status_line})")
+            raise StreamBroken(f"not an SSE stream: content-type is not text/event-stream ({status_line})")
         if chunked:
             self._state = "chunk-size"
         elif length is not None:
@@ -197,6 +236,8 @@ class _Conn(asyncio.Protocol):
             self._state, self._keep_alive = "until-close", False
 
     def _body(self, payload: bytes, now: float) -> None:
+        if self._inflater is not None:
+            payload = self._inflater.feed(payload)
         if self._status != 200:
             if len(self._error_body) < _MAX_ERROR_BODY:
                 self._error_body += payload[: _MAX_ERROR_BODY - len(self._error_body)]
@@ -206,6 +247,8 @@ class _Conn(asyncio.Protocol):
             held = sse.endswith(b"\r")
             sse = (sse[:-1] if held else sse).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
         if b"\n\n" not in sse:
+            if len(sse) > MAX_EVENT_BYTES:
+                raise WireError(f"an SSE event longer than {MAX_EVENT_BYTES // 2**20} MiB: refused to read more")
             self._sse = sse
             return
         *events, self._sse = sse.split(b"\n\n")
@@ -222,6 +265,8 @@ class _Conn(asyncio.Protocol):
             timing.message(data, now)
 
     def _end(self) -> None:
+        if self._inflater is not None and self._status != 200:
+            self._body(self._inflater.flush(), 0.0)
         self._state = "done"
         if self._done is not None and not self._done.done():
             self._done.set_result(None)
@@ -256,7 +301,8 @@ class WireClient:
     """Streamed completions over keep-alive connections to one server (`base_url`), timed as vLLM times them."""
 
     def __init__(self, base_url: str, *, headers: dict[str, str] | None = None, timeout_s: float = 600,
-                 connect_timeout_s: float = 10, verify: bool = True, clock: Clock = time.perf_counter):
+                 connect_timeout_s: float = 10, verify: bool = True, clock: Clock = time.perf_counter,
+                 max_body_bytes: int = MAX_BODY_BYTES):
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"base URL must be http(s)://host[:port], got {base_url!r}")
@@ -269,6 +315,8 @@ class WireClient:
         self._head = (f"Host: {host_header}\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\n"
                       f"User-Agent: llmval-load\r\n{extra}").encode("latin-1")
         self.timeout_s, self.connect_timeout_s, self.clock = timeout_s, connect_timeout_s, clock
+        """`timeout_s`: the time the whole exchange may take, connect to the last byte (as every request's)."""
+        self.max_body_bytes = max_body_bytes
         self._idle: list[_Conn] = []
         self._all: set[_Conn] = set()
 
@@ -280,7 +328,8 @@ class WireClient:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout_s):
-                _, conn = await loop.create_connection(lambda: _Conn(self.clock), self.host, self.port, ssl=self.ssl)
+                _, conn = await loop.create_connection(lambda: _Conn(self.clock, self.max_body_bytes),
+                                                      self.host, self.port, ssl=self.ssl)
         except TimeoutError as error:
             raise WireError(f"ConnectTimeout: connecting to {self.host}:{self.port}") from error
         except OSError as error:
@@ -293,15 +342,12 @@ class WireClient:
         fresh = await asyncio.gather(*(self._connect() for _ in range(max(0, connections - len(self._idle)))))
         self._idle.extend(fresh)
 
-    async def stream(self, payload: dict | bytes, *, path: str = "/v1/completions",
-                     record: RequestRecord | None = None) -> RequestRecord:
-        """POST one streaming completion and time it; never raises for a failed request (see `error`).
-
-        `record` may come pre-filled (e.g. `scheduled_time` of an open-loop run); `start_time` is set here,
-        right before the request is written."""
-        record = record or RequestRecord()
-        body = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
+    async def post_stream(self, path: str, body: bytes, fold: StreamFold) -> str:
+        """POST `body` to `path`, hand the streamed answer's events to `fold`, and say what went wrong ("" when the
+        stream completed and `fold.finish()` accepted it); never raises for a failed request. `fold.started(t0)`
+        is called right before the request is written."""
         request = self.request_bytes(path, body)
+        deadline = self.clock() + self.timeout_s
         conn = None
         for _ in range(2):  # a stale idle connection may be closed under us once
             conn = None
@@ -317,61 +363,53 @@ class WireClient:
                 try:
                     conn = await self._connect()
                 except WireError as error:
-                    record.start_time = record.start_time or self.clock()
-                    record.error = str(error)
-                    return record
-            timing = _Timing(record)
-            record.start_time = self.clock()
-            done = conn.begin(request, timing)
+                    return str(error)
+            done = conn.begin(request, fold)
             try:
-                await self._wait(conn, done)
+                await self._wait(conn, done, deadline)
             except asyncio.CancelledError:
                 conn.abandon()  # cut by the caller: the future this task waited on must not outlive it
                 self._all.discard(conn)
                 raise
+            except WireTimeout as error:
+                self._all.discard(conn)
+                return str(error)
             except WireError as error:
                 self._all.discard(conn)
                 if reused and conn.received == 0:
                     continue  # closed before any byte of the answer: the server dropped an idle connection
-                record.error = f"ReadError: {error}"
-                return record
-            except _StreamBroken as broken:
+                return f"ReadError: {error}"
+            except StreamBroken as broken:
                 self._all.discard(conn)
-                record.error = str(broken)
-                return record
+                return str(broken)
             break
         else:
-            return record
+            return ""
         assert conn is not None
-        if conn._status != 200:
-            record.error = f"HTTP {conn._status}: {conn._error_body.decode('utf-8', 'replace')[:300]}"
+        error = ""
+        if conn._status != 200:  # redacted before it is cut: a cut secret is no longer one redact() finds
+            error = f"HTTP {conn._status}: {shorten(conn._error_body.decode('utf-8', 'replace'), 300)}"
         else:
             try:
-                timing.finish()
-            except _StreamBroken as broken:
-                record.error = str(broken)
+                fold.finish()
+            except StreamBroken as broken:
+                error = str(broken)
         if conn.reusable:
             self._idle.append(conn)
         else:
             conn.close()
             self._all.discard(conn)
-        return record
+        return error
 
-    async def _wait(self, conn: _Conn, done: asyncio.Future) -> None:
-        while True:
-            remaining = conn.last_data + self.timeout_s - self.clock()
-            try:
-                await asyncio.wait_for(asyncio.shield(done), max(remaining, 0.001))
-                return
-            except TimeoutError:
-                if done.done():
-                    done.result()
-                    return
-                if self.clock() - conn.last_data >= self.timeout_s:
-                    conn._fail(WireError(f"ReadTimeout: no data within {self.timeout_s:g} s"))
-                    with contextlib.suppress(WireError):
-                        await done
-                    raise WireError(f"no data within the read timeout ({self.timeout_s:g} s)") from None
+    async def _wait(self, conn: _Conn, done: asyncio.Future, deadline: float) -> None:
+        """Until the answer is whole, or the request's time (`deadline`, on `clock`) is spent: one timer per
+        request, nothing per event."""
+        expire = asyncio.get_running_loop().call_later(
+            max(deadline - self.clock(), 0), lambda: conn._fail(WireTimeout(hung_words(self.timeout_s, conn.received))))
+        try:
+            await done
+        finally:
+            expire.cancel()
 
     async def aclose(self) -> None:
         for conn in list(self._all):
