@@ -218,3 +218,21 @@ def test_engine_left_over_by_a_killed_run_is_named_with_the_fix(tmp_path):
     assert "left over from an earlier --launch run (launch id 0ldrun" in str(caught.value)
     assert f"kill -TERM -- -{old.pid}" in str(caught.value)
     assert stack.processes == []
+
+
+def test_gpu_sigkill_script_passes_on_the_stub_and_names_what_it_checked(tmp_path):
+    """scripts/gpu/launch_sigkill.sh (the H200 proof of the SIGKILL case) dry-run on the stub engine: it kills
+    pytest once summary.json says ready, then finds the group, the tagged processes and the port empty and the
+    watchdog gone by its own /proc reads."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "LLMVAL_GPU_TMP": str(tmp_path),
+           "OUT": str(tmp_path / "out"), "LLMVAL_SELFTEST_MARKER": str(tmp_path / "marker")}
+    done = subprocess.run(["bash", "scripts/gpu/launch_sigkill.sh", "dry", str(INVENTORIES / "launch-stub-server.toml"),
+                           "tests/hosts/test_reachable.py", "selftest/data/launch/blocking_contract.py"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    result = (tmp_path / "runs" / "dry" / "result.txt").read_text()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "PASS: seconds after kill -9 until empty: process groups" in result, result
+    assert "GPU compute apps (no nvidia-smi)" in result  # said, not silently passed, where there is no GPU
+    assert "is gone and did not tear down" in (tmp_path / "runs" / "dry" / "watchdog.log").read_text()
+    assert (tmp_path / "out" / "dry.tgz").stat().st_size > 0
+    assert not port_open("127.0.0.1", STUB_PORT)
