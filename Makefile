@@ -25,6 +25,7 @@ nightly: setup
 	$(PY) -m pytest --launch
 
 selftest: setup
+	$(VENV)/bin/lint-imports   # the layers of pyproject.toml [tool.importlinter]
 	$(PY) -m pytest selftest
 
 lint: $(VENV)/.ready

@@ -10,7 +10,7 @@ asked and scored. The kinds are listed in `llmval.grid_kinds.GRID_KINDS`; the on
 (fixtures/grids.py) wires each of them.
 
 May import `llmval.core`, `llmval.io`, the inventory models and `llmval.engines`; never a kind's package (the
-kinds import this one; only `registry` imports them).
+kinds import this one; only `llmval.grid_kinds`, above them, imports them).
 """
 
 from .cells import (
