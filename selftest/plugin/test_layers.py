@@ -160,7 +160,8 @@ def test_the_contract_ignores_nothing_and_places_every_package():
     children = sorted(p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
                       if (p.is_dir() and (p / "__init__.py").exists())
                       or (p.suffix == ".py" and not p.name.startswith("__")))
-    assert sorted(placed) == children, f"place every package of llmval in a layer: {sorted(set(children) - set(placed))}"
+    unplaced = sorted(set(children) - set(placed))
+    assert sorted(placed) == children, f"place every package of llmval in a layer of pyproject.toml: {unplaced}"
 
 
 def _lint_imports(src: Path) -> subprocess.CompletedProcess:
