@@ -15,6 +15,17 @@ RUNS=$T/runs              # one folder per run, packed into $OUT
 PORT=${LLMVAL_GPU_PORT:-8000}
 INVENTORY=${LLMVAL_GPU_INVENTORY:-inventories/h200-vllm.toml}
 SPEC_INVENTORY=${LLMVAL_GPU_SPEC_INVENTORY:-inventories/h200-vllm-spec.toml}
+# LLMVAL_GPU_ENGINE=sglang (exported by scripts/gpu/sglang/*.sh): the SGLang 0.5.17 kit's site, log, pid file,
+# port and inventories instead (sglang/README.md); run.sh, capture.sh and pack.sh serve both engines.
+if [ "${LLMVAL_GPU_ENGINE:-vllm}" = sglang ]; then
+  SITE=${LLMVAL_GPU_SITE:-/tmp/sgsite}
+  LOG=$T/sglang.log; PIDFILE=$T/sglang.pid; PORT=${LLMVAL_GPU_PORT:-30000}
+  INVENTORY=${LLMVAL_GPU_INVENTORY:-inventories/h200-sglang.toml}
+  SPEC_INVENTORY=${LLMVAL_GPU_SPEC_INVENTORY:-inventories/h200-sglang-spec.toml}
+  # SGLang's JIT (tvm-ffi/nvcc) and Triton caches: a restart in the same lease reuses them
+  export TVM_FFI_CACHE_DIR=$T/jit-cache/tvm-ffi TRITON_CACHE_DIR=$T/jit-cache/triton SGLANG_CACHE_DIR=$T/jit-cache/sglang
+fi
+export PORT
 REPO=$(pwd)
 OUT=${OUT:-/tmp/llmval-gpu-out}
 mkdir -p "$OUT"

@@ -13,6 +13,6 @@ rc=$?
 echo "rc=$rc wall=$(( $(date +%s) - t0 ))s args=$*" | tee "$w/rc.txt"
 tail -30 "$w/pytest.out"
 bash "$(dirname "$0")/capture.sh" "$w/after"
-cp $LOG "$w/vllm.log" 2>/dev/null; cp "$inv" "$w/inventory.toml"
-cp $PIDFILE "$w/vllm.pid" 2>/dev/null
+cp $LOG "$w/$(basename $LOG)" 2>/dev/null; cp "$inv" "$w/inventory.toml"
+cp $PIDFILE "$w/$(basename $PIDFILE)" 2>/dev/null
 exit 0

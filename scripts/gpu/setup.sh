@@ -39,23 +39,5 @@ PY
   log "model converted at $(( $(date +%s) - t0 )) s"
 fi
 # the suite: this checkout, fresh (the repo copy differs from call to call only if main moved)
-# built from a copy, so the checkout itself is never written (no build/ or egg-info left in it)
-rm -rf $SUITE $T/llmval-src && mkdir -p $T/llmval-src && \
-  tar -C "$REPO" --exclude='./.dv*' --exclude='./.venv*' --exclude='./.cache' --exclude='./.git' \
-    --exclude='./build' --exclude='*.egg-info' --exclude='./reports' -cf - . | tar -C $T/llmval-src -xf - || exit 1
-if ! python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target $SUITE $T/llmval-src \
-    > $T/suite-install.log 2>&1; then
-  # an old setuptools without bdist_wheel (and no `wheel`): lay out what setup.py declares, by hand
-  log "pip could not build the suite ($(grep -m1 -o 'error: .*' $T/suite-install.log)): copying it in place"
-  rm -rf $SUITE && mkdir -p $SUITE/llmval-0.1.0.dist-info && cp -r $T/llmval-src/src/llmval $SUITE/llmval && \
-    cp -r $T/llmval-src/fixtures $SUITE/llmval/pytest_plugin && cp -r $T/llmval-src/tests $SUITE/llmval/contract_tests \
-    || exit 1
-  printf 'Metadata-Version: 2.1\nName: llmval\nVersion: 0.1.0\n' > $SUITE/llmval-0.1.0.dist-info/METADATA
-  printf '[pytest11]\nllmval = llmval.pytest_plugin\n' > $SUITE/llmval-0.1.0.dist-info/entry_points.txt
-fi
-missing=$(PYTHONPATH=$SUITE:$SITE python3 -c "
-import importlib
-mods = 'pytest xdist pytest_benchmark pytest_html testinfra pydantic httpx httpx_sse h11 jsonschema prometheus_client matplotlib numpy tomli_w llmval.pytest_plugin'.split()
-print(' '.join(m for m in mods if importlib.util.find_spec(m) is None))" 2>&1)
-[ -n "$missing" ] && log "WARNING: not importable here: $missing"
+bash "$(dirname "$0")/install_suite.sh" || exit 1
 log "setup done in $(( $(date +%s) - t0 )) s ($(PYTHONPATH=$SITE python3 -c 'import vllm; print("vllm", vllm.__version__)' 2>&1 | tail -1))"

@@ -1,0 +1,30 @@
+#!/bin/bash
+# scripts/gpu/install_suite.sh: install THIS checkout (the copy that travels with every device command) into
+# /tmp/llmval-site, with the suite's own wheels from .sgw/ when that folder travelled (the SGLang kit carries
+# them: its engine site lacks pytest-testinfra, pytest-html, httpx-sse, tomli-w, tomlkit), then name any module
+# the suite needs that is not importable. Called by setup.sh (vLLM) and sglang/setup.sh, every time.
+set -u
+source "$(dirname "$0")/common.sh"
+# built from a copy, so the checkout itself is never written (no build/ or egg-info left in it)
+rm -rf $SUITE $T/llmval-src && mkdir -p $T/llmval-src && \
+  tar -C "$REPO" --exclude='./.dv*' --exclude='./.sg*' --exclude='./.venv*' --exclude='./.cache' --exclude='./.git' \
+    --exclude='./build' --exclude='*.egg-info' --exclude='./reports' -cf - . | tar -C $T/llmval-src -xf - || exit 1
+if ! python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir --target $SUITE $T/llmval-src \
+    > $T/suite-install.log 2>&1; then
+  # an old setuptools without bdist_wheel (and no `wheel`): lay out what setup.py declares, by hand
+  log "pip could not build the suite ($(grep -m1 -o 'error: .*' $T/suite-install.log)): copying it in place"
+  rm -rf $SUITE && mkdir -p $SUITE/llmval-0.1.0.dist-info && cp -r $T/llmval-src/src/llmval $SUITE/llmval && \
+    cp -r $T/llmval-src/fixtures $SUITE/llmval/pytest_plugin && cp -r $T/llmval-src/tests $SUITE/llmval/contract_tests \
+    || exit 1
+  printf 'Metadata-Version: 2.1\nName: llmval\nVersion: 0.1.0\n' > $SUITE/llmval-0.1.0.dist-info/METADATA
+  printf '[pytest11]\nllmval = llmval.pytest_plugin\n' > $SUITE/llmval-0.1.0.dist-info/entry_points.txt
+fi
+if ls "$REPO"/.sgw/*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $SUITE "$REPO"/.sgw/*.whl || exit 1
+fi
+missing=$(PYTHONPATH=$SUITE:$SITE python3 -c "
+import importlib
+mods = 'pytest xdist pytest_benchmark pytest_html testinfra pydantic httpx httpx_sse h11 jsonschema prometheus_client matplotlib numpy tomli_w tomlkit markdown_it llmval.pytest_plugin'.split()
+print(' '.join(m for m in mods if importlib.util.find_spec(m) is None))" 2>&1)
+[ -n "$missing" ] && log "WARNING: not importable here: $missing"
+exit 0
