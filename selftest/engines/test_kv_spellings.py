@@ -125,3 +125,44 @@ def test_sglang_reads_both_kv_line_shapes_whatever_the_version(version):
     log_sources = [e for e in _adapter("sglang", both, version).kv_cache_evidence()
                    if e.source.startswith("engine log")]
     assert [e.resolved for e in log_sources] == ["mixed: bfloat16, fp8"]
+
+
+def _sglang_info_adapter(info: dict, log: str):
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/server_info":
+            return httpx.Response(200, json=info)
+        return httpx.Response(404)
+
+    spec = EndpointSpec(name="sglang-ep", platform="p", base_url="http://engine.test:1", engine="sglang",
+                        model=fake_sglang.MODEL, request_timeout_s=1)
+    return adapter_for(spec, httpx.Client(base_url="http://engine.test:1", transport=httpx.MockTransport(handle)),
+                       read_log=lambda: log)
+
+
+# SGLang 0.5.17 on the lent H200 (issue 30.1): `/server_info` said "dtype": "bfloat16", "quantization": null and
+# internal_states[0] "kv_cache_dtype": "auto"; the log "KV Cache is allocated. dtype: torch.bfloat16". Shapes
+# SYNTHESIZED from those quoted values (the REAL recording: selftest/data/replays/REAL-h200-sglang-0.5.17-*).
+def _auto_info(**changes) -> dict:
+    info = {**fake_sglang.server_info(), "dtype": "bfloat16", "quantization": None, "kv_cache_dtype": "auto", **changes}
+    info["internal_states"] = [{**info["internal_states"][0], "kv_cache_dtype": "auto"}]
+    return info
+
+
+def test_sglang_auto_kv_is_the_model_dtype_and_says_how():
+    evidence = _sglang_info_adapter(_auto_info(), SGLANG_OLD_SHAPE).kv_cache_evidence()
+    assert [e.resolved for e in evidence] == ["bfloat16", "bfloat16"]  # two sources: the BF16 rule holds
+    assert 'auto = the model dtype: /server_info "dtype": "bfloat16", "quantization": null' in evidence[0].source
+
+
+@pytest.mark.parametrize(("changes", "why"), [
+    ({"quantization": "modelopt_fp8"}, "may carry an FP8/FP4 KV algorithm"),
+    ({"dtype": "auto"}, '"dtype" is "auto" too')])
+def test_sglang_auto_kv_is_not_resolved_where_sglang_could_choose_fp8_or_the_dtype_is_unknown(changes, why):
+    evidence = _sglang_info_adapter(_auto_info(**changes), SGLANG_OLD_SHAPE).kv_cache_evidence()
+    assert evidence[0].resolved is None and why in evidence[0].source, evidence[0]
+
+
+def test_sglang_auto_kv_on_a_server_that_allocated_fp8_is_two_sources_that_disagree():
+    # a ModelOpt checkpoint found by its config alone: /server_info says no quantization, the pool is FP8
+    evidence = _sglang_info_adapter(_auto_info(), SGLANG_NEW_SHAPE_FP8).kv_cache_evidence()
+    assert [e.resolved for e in evidence] == ["bfloat16", "fp8"]

@@ -28,6 +28,7 @@ from .core.errors import (
     ParseError,
     RecordingError,
     ReplayMiss,
+    TokenizeFailed,
     UnsafeArgument,
 )
 from .core.verdict import Cause, Verdict
@@ -63,6 +64,7 @@ __all__ = [
     "RecordingError",
     "Replay",
     "ReplayMiss",
+    "TokenizeFailed",
     "UnsafeArgument",
     "Verdict",
     "inventory_json_schema",

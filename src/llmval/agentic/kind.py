@@ -16,7 +16,8 @@ from .runner import AgenticRunner
 def make_runner(spec: AgenticSpec, endpoint: EndpointSpec, client: httpx.Client, progress: Progress
                 ) -> AgenticRunner:
     adapter = adapter_for(endpoint, client)
-    count = ServerTokenCounter(client, endpoint=endpoint.name, engine=type(adapter), model=endpoint.model)
+    count = ServerTokenCounter(client, endpoint=endpoint.name, engine=type(adapter), model=endpoint.model,
+                               say=progress)
     return AgenticRunner(spec, adapter, count, progress=progress)
 
 

@@ -19,6 +19,8 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    ├── EndpointUnreachable    no connection: refused, reset, name not resolved, or it broke mid-answer
      │    ├── EndpointTimeout        no answer within the timeout (connect, read, write or pool)
      │    ├── EndpointProtocolError  the answer is not well-formed HTTP, or not the event stream asked for
+     │    ├── TokenizeFailed         the engine's POST /tokenize answered, but not with token ids (an HTTP error,
+     │    │                          not JSON, no tokens): prompt lengths are then counted another way
      │    └── ModelNotServed         (llmval.engines) the endpoint does not serve the inventory's model
      ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
      ├── StaleEvidence       (llmval.engines.serving_process) the engine log is of a server that does not answer now
@@ -140,6 +142,13 @@ class EndpointTimeout(EndpointError):
 
 class EndpointProtocolError(EndpointError):
     """The endpoint's answer is not well-formed HTTP, or not the event stream that was asked for."""
+
+
+class TokenizeFailed(EndpointError):
+    """The engine has a `POST /tokenize` and it answered, but not with token ids: an HTTP error (SGLang 0.5.17
+    answers 500 for a tokenizer whose model_max_length overflows its JSON encoder), a body that is not JSON, no
+    tokens. The server still serves: perf and the accuracy grids count prompt tokens with the usage of a 1-token
+    completion instead (and say so), and `serving.tokenize` reports the broken endpoint as its own finding."""
 
 
 class ReplayMiss(LlmvalError):

@@ -22,7 +22,14 @@ import httpx
 import httpx_sse
 
 from ..core.contract import excerpt, shorten
-from ..core.errors import EndpointError, EndpointProtocolError, EndpointTimeout, LlmvalError, ReplayMiss
+from ..core.errors import (
+    EndpointError,
+    EndpointProtocolError,
+    EndpointTimeout,
+    LlmvalError,
+    ReplayMiss,
+    TokenizeFailed,
+)
 from ..inventory import EndpointSpec
 from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
@@ -330,6 +337,30 @@ class EngineAdapter:
                                 f"{excerpt(response.text)}")
         what = f"[{self.spec.name}] POST /v1/chat/completions"
         return checked(ChatCompletion, parse_json(response.text, what), what)
+
+    tokenize_failure_hint: ClassVar[str] = ""
+    """What an owner should look at when this engine's /tokenize answers without tokens (engine-specific)."""
+
+    def tokenize_probe(self) -> Fact:
+        """POST /tokenize of a short prompt, as the suite's length calibrations send it: Fact(token count, ...).
+        NotExposed when the engine has none (no `tokenize_form`, or 404/405/501); TokenizeFailed (its answer
+        quoted) when it answered without token ids."""
+        if self.tokenize_form is None:
+            raise NotExposed(f"[{self.spec.name}] the {self.kind} engine has no /tokenize")
+        body = {"model": self.spec.model, "prompt": "Reply with OK.", "add_special_tokens": True}
+        response = self.request("POST", "/tokenize", json_body=body)
+        if response.status_code in (404, 405, 501):
+            raise NotExposed(f"[{self.spec.name}] POST /tokenize: HTTP {response.status_code}")
+        what = f"[{self.spec.name}] POST /tokenize: HTTP {response.status_code}"
+        if response.status_code >= 400:
+            raise TokenizeFailed(f"{what}: {excerpt(response.text)}")
+        try:
+            tokens = response.json().get("tokens")
+        except (ValueError, AttributeError):
+            tokens = None
+        if not isinstance(tokens, list):
+            raise TokenizeFailed(f"{what} without a `tokens` list: {excerpt(response.text)}")
+        return Fact(len(tokens), 'POST /tokenize {"prompt": "Reply with OK."}', shorten(response.text, 200))
 
     def auto_tool_choice_probe(self) -> Fact:
         """Send a tool with tool_choice="auto"; the HTTP status and error text (200 means accepted)."""

@@ -74,7 +74,11 @@ class SglangAdapter(EngineAdapter):
     has_health = True
     # load_counters: none declared yet. SGLang's request gauges and generated-token counter are not yet
     # checked against a real scrape under data parallelism, so perf windows count no other traffic here.
-    tokenize_form = "prompt"
+    tokenize_form = "prompt"  # 0.5.17 takes `messages` too (TokenizeRequest); older releases a prompt only
+    tokenize_failure_hint = (
+        "SGLang 0.5.17 answers HTTP 500 to every /tokenize (`TypeError: Integer exceeds 64-bit range` in its log) "
+        "when the tokenizer has no model_max_length (transformers then reports 1e30, which its JSON encoder "
+        "refuses): set model_max_length in the model's tokenizer_config.json")
     thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
     honours_ignore_eos = True
     identity_info_paths = SERVER_INFO_PATHS
@@ -175,8 +179,9 @@ class SglangAdapter(EngineAdapter):
         for i, state in enumerate(self._internal_states()):
             if "kv_cache_dtype" in state:
                 raw = str(state["kv_cache_dtype"])
-                evidence.append(KvEvidence(f"{path} internal_states[{i}].kv_cache_dtype", raw,
-                                           _sglang_resolved(raw), f'"kv_cache_dtype": "{raw}"'))
+                resolved, how = resolve_sglang_kv(raw, self.server_info)
+                evidence.append(KvEvidence(f"{path} internal_states[{i}].kv_cache_dtype{how}", raw, resolved,
+                                           f'"kv_cache_dtype": "{raw}"'))
         try:
             log = self.log
         except NotExposed:
@@ -306,7 +311,37 @@ def _grown(before: Metrics, after: Metrics, name: str) -> float | None:
     return delta(before, after, name)
 
 
-def _sglang_resolved(raw: str) -> str | None:
-    """SGLang's scheduler copy says the dtype in use; `auto` there means the model dtype (not resolvable here)."""
+# Quantization methods whose checkpoint config can turn SGLang's `auto` KV dtype into FP8/FP4: the ones whose
+# config class reads `kv_cache_quant_algo` (0.5.17: layers/quantization/modelopt_quant.py, nvfp4_online.py, petit.py;
+# mem_cache/kv_cache_dtype.py uses it). Any other method (fp8 weights, awq, gptq, ...) leaves auto = the model dtype.
+KV_QUANT_METHODS = ("modelopt", "nvfp4", "petit")
+
+
+def resolve_sglang_kv(raw: str, info: dict) -> tuple[str | None, str]:
+    """The KV dtype SGLang's `kv_cache_dtype` means, and how it was resolved (a suffix for the evidence's source).
+
+    `auto` is resolved as SGLang 0.5.17 resolves it (mem_cache/kv_cache_dtype.py `configure_kv_cache_dtype`):
+    the model dtype (`/server_info` `dtype`), unless the checkpoint's quant config sets a KV algorithm, which only
+    the KV_QUANT_METHODS read; `quantization` null means SGLang was not told of one, and a ModelOpt checkpoint found
+    by its config alone would still show in the log's allocation line, the other source. Unresolvable (None) when
+    `dtype` is `auto` too, or `quantization` names such a method.
+
+    >>> resolve_sglang_kv("auto", {"dtype": "bfloat16", "quantization": None})
+    ('bfloat16', ' (auto = the model dtype: /server_info "dtype": "bfloat16", "quantization": null)')
+    >>> resolve_sglang_kv("auto", {"dtype": "bfloat16", "quantization": "modelopt_fp8"})[0] is None
+    True
+    >>> resolve_sglang_kv("fp8_e5m2", {"dtype": "bfloat16"})
+    ('fp8', '')
+    """
     value = normalize_dtype(raw)
-    return None if value == "auto" else value
+    if value != "auto":
+        return value, ""
+    model_dtype, method = normalize_dtype(str(info.get("dtype") or "auto")), info.get("quantization")
+    shown = "null" if method is None else f'"{method}"'
+    if model_dtype == "auto":
+        return None, ' (auto = the model dtype, but /server_info "dtype" is "auto" too: start with --dtype)'
+    if method is not None and any(str(method).lower().startswith(m) for m in KV_QUANT_METHODS):
+        return None, (f' (auto: not resolvable, "quantization": {shown} may carry an FP8/FP4 KV algorithm in the '
+                      "checkpoint: start with --kv-cache-dtype bf16)")
+    return model_dtype, (f' (auto = the model dtype: /server_info "dtype": "{info.get("dtype")}", '
+                         f'"quantization": {shown})')

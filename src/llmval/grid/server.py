@@ -3,7 +3,10 @@
 The engine's adapter class says how its `POST /tokenize` counts (`tokenize_form`): "chat" (vLLM: it
 accepts chat `messages` and applies the served chat template, so its count is exactly the prompt the
 model sees) or "prompt" (SGLang: a prompt only; the chat template's overhead is measured once with one
-1-token chat request and added to the content's count).
+1-token chat request and added to the content's count). A `/tokenize` that is there but broken (`TokenizeFailed`:
+an HTTP error or no token ids; SGLang 0.5.17 answers 500 for a tokenizer whose model_max_length overflows its JSON
+encoder) is not asked again: each prompt is then counted with the `usage.prompt_tokens` of a 1-token chat
+completion of the same messages and tools (what the model sees, template included), and the counter says so.
 """
 
 from __future__ import annotations
@@ -11,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 
 import httpx
 
-from ..core.errors import EndpointError
+from ..core.contract import excerpt
+from ..core.errors import EndpointError, TokenizeFailed
 from ..engines import ADAPTERS, EngineAdapter
-from ..io.http import get_json
+from ..io.http import get_json, httpx_errors, json_of
 
 PROBE_CONTENT = "Reply with OK."
 
@@ -37,25 +42,52 @@ def _count(data: object, endpoint: str, path: str) -> int:
             return data["count"]
         if isinstance(data.get("tokens"), list):
             return len(data["tokens"])
-    raise EndpointError(f"[{endpoint}] POST {path}: no token count in the answer: {str(data)[:200]!r}")
+    raise TokenizeFailed(f"[{endpoint}] POST {path}: no token count in the answer: {str(data)[:200]!r}")
 
 
 class ServerTokenCounter:
     """Counts a chat prompt's tokens with the endpoint's own tokenizer (a `TokenCounter`)."""
 
-    def __init__(self, client: httpx.Client, *, endpoint: str, engine: type[EngineAdapter], model: str):
+    def __init__(self, client: httpx.Client, *, endpoint: str, engine: type[EngineAdapter], model: str,
+                 say: Callable[[str], None] = lambda line: None):
         if engine.tokenize_form is None:
             valid = sorted(kind for kind, cls in ADAPTERS.items() if cls.tokenize_form is not None)
             raise EndpointError(f"[{endpoint}] engine '{engine.kind}' has no /tokenize to calibrate NIAH lengths "
                                 f"with; valid: {valid}")
-        self._client, self._endpoint, self._engine, self._model = client, endpoint, engine, model
+        self._client, self._endpoint, self._engine, self._model, self._say = client, endpoint, engine, model, say
         self._overhead: int | None = None
         self.calls = 0
+        self.tokenize_failed: str | None = None
+        """Why /tokenize is no longer asked (its first failure, in its own words); None while it answers."""
+
+    @property
+    def source(self) -> str:
+        """How prompts are counted now."""
+        if self.tokenize_failed is None:
+            return "POST /tokenize"
+        return f"usage.prompt_tokens of a 1-token chat completion (POST /tokenize failed: {self.tokenize_failed})"
 
     def _tokenize(self, body: dict) -> int:
         self.calls += 1
-        data = get_json(self._client, "/tokenize", endpoint=self._endpoint, method="POST", json_body=body)
+        with httpx_errors(f"[{self._endpoint}] POST {self._client.base_url}/tokenize"):
+            response = self._client.post("/tokenize", json=body)
+        if response.status_code >= 400:  # it answered, but not with tokens: the server itself still serves
+            raise TokenizeFailed(f"[{self._endpoint}] POST /tokenize: HTTP {response.status_code}: "
+                                 f"{excerpt(response.text)}")
+        try:
+            data = json_of(response, endpoint=self._endpoint, method="POST", path="/tokenize")
+        except EndpointError as error:  # not JSON
+            raise TokenizeFailed(str(error)) from None
         return _count(data, self._endpoint, "/tokenize")
+
+    def _by_usage(self, messages: list[dict], tools: list[dict] | None) -> int:
+        self.calls += 1
+        answer = ask(self._client, endpoint=self._endpoint, engine=self._engine, model=self._model,
+                     messages=messages, max_tokens=1, tools=tools)
+        if answer.prompt_tokens is None:
+            raise EndpointError(f"[{self._endpoint}] POST /v1/chat/completions: no usage.prompt_tokens to count the "
+                                f"prompt with ({self.source})")
+        return answer.prompt_tokens
 
     def chat_overhead(self) -> int:
         """Tokens the chat template adds around the content (SGLang only; measured once)."""
@@ -70,6 +102,15 @@ class ServerTokenCounter:
 
     def __call__(self, messages: list[dict], tools: list[dict] | None = None) -> int:
         """The prompt's tokens; `tools` (a chat request's tool list) counts as the template renders it."""
+        if self.tokenize_failed is None:
+            try:
+                return self._by_tokenize(messages, tools)
+            except TokenizeFailed as error:
+                self.tokenize_failed = str(error)
+                self._say(f"[{self._endpoint}] prompts are counted by {self.source}")
+        return self._by_usage(messages, tools)
+
+    def _by_tokenize(self, messages: list[dict], tools: list[dict] | None) -> int:
         if self._engine.tokenize_form == "chat":
             body: dict = {"model": self._model, "messages": messages, "add_generation_prompt": True}
             if tools:
@@ -84,10 +125,13 @@ class ServerTokenCounter:
 
 
 def ask(client: httpx.Client, *, endpoint: str, engine: type[EngineAdapter], model: str, messages: list[dict],
-        max_tokens: int) -> Answer:
-    """One chat completion at temperature 0 with thinking off (as the engine turns it off); text and usage."""
+        max_tokens: int, tools: list[dict] | None = None) -> Answer:
+    """One chat completion at temperature 0 with thinking off (as the engine turns it off); text and usage.
+    `tools`: the request's tool list (the chat template renders it into the prompt)."""
     body: dict = {"model": model, "messages": messages, "temperature": 0, "max_tokens": max_tokens,
                   **engine.thinking_off}
+    if tools:
+        body["tools"] = tools
     started = time.monotonic()
     data = get_json(client, "/v1/chat/completions", endpoint=endpoint, method="POST", json_body=body)
     elapsed = time.monotonic() - started

@@ -4,6 +4,11 @@ Each prompt opens with a run nonce and the request index, so no two requests of 
 prefix-cache block (prefix caching would flatter TTFT and throughput). The body is seeded filler
 words. Lengths are calibrated with the server's own tokenizer (`POST /tokenize`, `/detokenize`, as
 `vllm bench serve` aligns its random prompts); the run later checks `usage.prompt_tokens` as well.
+
+A server whose `/tokenize` is there but broken (`TokenizeFailed`: SGLang 0.5.17 answers HTTP 500 for a tokenizer
+whose model_max_length overflows its JSON encoder) still serves: its prompts are counted with the
+`usage.prompt_tokens` of a 1-token completion of the same text (exactly what the measured requests are billed),
+and each Prompt says how it was counted.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from dataclasses import dataclass
 
 import httpx
 
-from ..core.errors import EndpointError
-from ..io.http import httpx_errors
+from ..core.contract import excerpt
+from ..core.errors import EndpointError, TokenizeFailed
+from ..io.http import httpx_errors, json_of
 
 _WORD_TEXT = (
     "river stone paper light garden window market silver orange winter yellow forest simple engine "
@@ -27,13 +33,26 @@ _WORD_TEXT = (
 )
 WORDS = tuple(_WORD_TEXT.split())
 MAX_CALIBRATION_STEPS = 12
+BY_TOKENIZE = "POST /tokenize"
+BY_USAGE = "usage.prompt_tokens of a 1-token completion"
+# Words tried, one at a time, to close a one-token gap that a two-token filler word leaves when prompts are counted
+# by usage (no token ids to cut at): short, common words a BPE vocabulary holds as one token after a space.
+PAD_WORDS = ("a", "the", "of", "and", "to", "in", "is", "it")
 
 
 @dataclass(frozen=True)
 class Prompt:
     text: str
     tokens: int | None
-    """Token count the server's /tokenize reported (None when the server has no /tokenize)."""
+    """Token count the server reported (None when the server has no /tokenize)."""
+    tokenize_failed: str | None = None
+    """Why the server's /tokenize was not used (its failure, in its own words): `tokens` is then BY_USAGE."""
+
+    @property
+    def counted_by(self) -> str:
+        if self.tokenize_failed is not None:
+            return f"{BY_USAGE} (POST /tokenize failed: {self.tokenize_failed})"
+        return BY_TOKENIZE if self.tokens is not None else "estimated (the server has no /tokenize)"
 
 
 def _filler(seed: str, n_words: int) -> str:
@@ -43,14 +62,36 @@ def _filler(seed: str, n_words: int) -> str:
 
 async def _tokenize(client: httpx.AsyncClient, model: str, text: str, endpoint: str,
                     add_special_tokens: bool = True) -> list[int] | None:
+    """The server's token ids of `text`; None when it has no /tokenize (404, 405, 501); TokenizeFailed when it has
+    one that answered something else (a transport failure stays EndpointError: the server is not answering)."""
     with httpx_errors(f"[{endpoint}] POST /tokenize"):
         response = await client.post("/tokenize", json={"model": model, "prompt": text,
                                                         "add_special_tokens": add_special_tokens})
     if response.status_code in (404, 405, 501):
         return None
     if response.status_code != 200:
-        raise EndpointError(f"[{endpoint}] POST /tokenize: HTTP {response.status_code}: {response.text[:300]!r}")
-    return list(response.json()["tokens"])
+        raise TokenizeFailed(f"[{endpoint}] POST /tokenize: HTTP {response.status_code}: {excerpt(response.text)}")
+    try:
+        tokens = response.json()["tokens"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise TokenizeFailed(f"[{endpoint}] POST /tokenize: HTTP 200 without token ids "
+                             f"({type(error).__name__}): {excerpt(response.text)}") from None
+    if not isinstance(tokens, list):
+        raise TokenizeFailed(f"[{endpoint}] POST /tokenize: `tokens` is not a list: {excerpt(response.text)}")
+    return list(tokens)
+
+
+async def usage_tokens(client: httpx.AsyncClient, model: str, text: str, endpoint: str) -> int:
+    """`text`'s prompt tokens as the server bills them: `usage.prompt_tokens` of a 1-token completion of it."""
+    body = {"model": model, "prompt": text, "max_tokens": 1, "temperature": 0}
+    with httpx_errors(f"[{endpoint}] POST /v1/completions"):
+        response = await client.post("/v1/completions", json=body)
+    data = json_of(response, endpoint=endpoint, method="POST", path="/v1/completions")
+    count = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise EndpointError(f"[{endpoint}] POST /v1/completions: no usage.prompt_tokens to count the prompt with: "
+                            f"{excerpt(str(data))}")
+    return count
 
 
 async def _detokenize(client: httpx.AsyncClient, model: str, tokens: list[int], endpoint: str) -> str:
@@ -61,12 +102,22 @@ async def _detokenize(client: httpx.AsyncClient, model: str, tokens: list[int], 
 
 
 async def build_prompt(client: httpx.AsyncClient, *, model: str, input_len: int, nonce: str, index: int,
-                       endpoint: str) -> Prompt:
-    """One prompt of exactly `input_len` server tokens (or the closest estimate without /tokenize)."""
+                       endpoint: str, tokenize_failed: str | None = None) -> Prompt:
+    """One prompt of exactly `input_len` server tokens (or the closest estimate without /tokenize).
+
+    `tokenize_failed`: why the server's /tokenize is not used (an earlier prompt of the run found it broken):
+    the prompt is counted by usage at once. A /tokenize that fails here does the same."""
     head = f"[{nonce}-{index}]"
     seed = f"{nonce}/{index}"
+    if tokenize_failed is not None:
+        return await _build_by_usage(client, model=model, input_len=input_len, head=head, seed=seed,
+                                     endpoint=endpoint, why=tokenize_failed)
     full = f"{head} {_filler(seed, input_len)}"  # every filler word is at least one token: long enough
-    tokens = await _tokenize(client, model, full, endpoint, add_special_tokens=False)
+    try:
+        tokens = await _tokenize(client, model, full, endpoint, add_special_tokens=False)
+    except TokenizeFailed as error:
+        return await _build_by_usage(client, model=model, input_len=input_len, head=head, seed=seed,
+                                     endpoint=endpoint, why=str(error))
     if tokens is None:
         return Prompt(text=f"{head} {_filler(seed, max(1, input_len - 8))}", tokens=None)
     specials = len(await _tokenize(client, model, full, endpoint) or tokens) - len(tokens)
@@ -86,11 +137,54 @@ async def build_prompt(client: httpx.AsyncClient, *, model: str, input_len: int,
                         f"/tokenize in {MAX_CALIBRATION_STEPS} steps (last: {count + specials})")
 
 
+async def _build_by_usage(client: httpx.AsyncClient, *, model: str, input_len: int, head: str, seed: str,
+                          endpoint: str, why: str) -> Prompt:
+    """`head` and seeded filler words counted by usage (no token ids to cut at): the word count is stepped by the
+    tokens missing until the prompt is `input_len` tokens; a filler word of two tokens can leave a one-token gap,
+    which one of PAD_WORDS closes. More words never mean fewer tokens (the filler of n+1 words extends that of n)."""
+    def text(n: int) -> str:
+        return f"{head} {_filler(seed, n)}"
+
+    async def count(t: str) -> int:
+        return await usage_tokens(client, model, t, endpoint)
+
+    # `fewer`: the most words known to come out short of input_len (and their count); `more`: the fewest known long
+    n, fewer, fewer_count, more = max(1, input_len - 8), 0, 0, None
+    for _ in range(MAX_CALIBRATION_STEPS):
+        got = await count(text(n))
+        if got == input_len:
+            return Prompt(text=text(n), tokens=got, tokenize_failed=why)
+        if got < input_len:
+            if n > fewer:
+                fewer, fewer_count = n, got
+        else:
+            more = n if more is None else min(more, n)
+        if more is not None and more - fewer <= 1:
+            break
+        step = n + (input_len - got)
+        n = step if fewer < step and (more is None or step < more) else (fewer + (more or fewer + 2)) // 2
+    gap = input_len - fewer_count
+    if fewer and gap <= 3:
+        for pad in PAD_WORDS:
+            candidate = text(fewer) + f" {pad}" * gap
+            if await count(candidate) == input_len:
+                return Prompt(text=candidate, tokens=input_len, tokenize_failed=why)
+    raise EndpointError(f"[{endpoint}] could not build a prompt of exactly {input_len} tokens counted by usage "
+                        f"in {MAX_CALIBRATION_STEPS} steps (POST /tokenize failed: {why})")
+
+
 async def build_prompts(client: httpx.AsyncClient, *, model: str, input_len: int, nonce: str, count: int,
                         endpoint: str, first_index: int = 0) -> list[Prompt]:
-    """`count` unique prompts (indices first_index..), calibrated one after another (cheap requests)."""
-    return [await build_prompt(client, model=model, input_len=input_len, nonce=nonce, index=i, endpoint=endpoint)
-            for i in range(first_index, first_index + count)]
+    """`count` unique prompts (indices first_index..), calibrated one after another (cheap requests). Once one
+    finds /tokenize broken, the rest are counted by usage without asking it again."""
+    prompts: list[Prompt] = []
+    failed: str | None = None
+    for i in range(first_index, first_index + count):
+        prompt = await build_prompt(client, model=model, input_len=input_len, nonce=nonce, index=i,
+                                    endpoint=endpoint, tokenize_failed=failed)
+        failed = failed or prompt.tokenize_failed
+        prompts.append(prompt)
+    return prompts
 
 
 
@@ -115,7 +209,10 @@ class WordPrompts:
     async def create(cls, client: httpx.AsyncClient, *, model: str, input_len: int, endpoint: str) -> WordPrompts:
         import asyncio
 
-        probe = await _tokenize(client, model, "river", endpoint, add_special_tokens=False)
+        try:
+            probe = await _tokenize(client, model, "river", endpoint, add_special_tokens=False)
+        except TokenizeFailed:  # words, not exact: callers then calibrate per prompt, by usage (build_prompts)
+            return cls(input_len, list(WORDS), list(WORDS), input_len, exact=False)
         if probe is None:
             return cls(input_len, list(WORDS), list(WORDS), input_len, exact=True)
         specials = len(await _tokenize(client, model, "river", endpoint) or probe) - len(probe)

@@ -66,6 +66,8 @@ class LoadRun:
     prompt_tokens_expected: list[int | None] = field(default_factory=list)
     engine_samples: EngineSamples | None = None
     """The engine's /metrics sampled through the measured window (queue, KV usage, preemptions, prefix cache)."""
+    prompts_counted_by: str = ""
+    """How the prompts' lengths were counted (`Prompt.counted_by` of the first: /tokenize, or usage where it failed)."""
 
     @property
     def errors(self) -> list[str]:
@@ -82,6 +84,7 @@ class LoadRun:
             "endpoint": self.endpoint,
             "workload": asdict(self.workload),
             "nonce": self.nonce,
+            "prompts_counted_by": self.prompts_counted_by,
             **self.metrics.as_vllm_json(),
             "spec_decode_acceptance_length": self.engine.spec_acceptance_length,
             "spec_decode_acceptance_rate": self.engine.spec_acceptance_rate,
@@ -195,4 +198,4 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
     return LoadRun(endpoint=endpoint, workload=workload, nonce=nonce, records=records, warmup=warmup,
                    metrics=compute_metrics(records, duration), engine=window_deltas(before, after),
                    prompt_tokens_expected=[p.tokens for p in prompts[workload.warmup_requests:total]],
-                   engine_samples=samples)
+                   engine_samples=samples, prompts_counted_by=prompts[0].counted_by if prompts else "")

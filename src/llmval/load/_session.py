@@ -39,6 +39,7 @@ from ._engine import read_counters, server_identity, server_key
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._lock import engine_lock
 from ._plot import plot_run
+from ._prompts import BY_USAGE
 from ._rate import RatePoint, Slo, goodput, plot_sweep
 from ._request import WireClient
 from ._runner import LoadRun, OtherLoad, Workload, run_load
@@ -367,7 +368,9 @@ class PerfSession:
         m = run.metrics
         self.say(f"perf {spec.label}: C={concurrency} decode {m.decode_tok_s:.2f} tok/s, output "
                  f"{m.output_throughput:.2f} tok/s, TTFT p99 {m.ttft_ms.percentiles['p99']:.1f} ms, "
-                 f"failed {m.failed}/{m.failed + m.completed}; {host.describe()}; {report}")
+                 f"failed {m.failed}/{m.failed + m.completed}; {host.describe()}; {report}"
+                 + (f"; prompts counted by {run.prompts_counted_by}" if run.prompts_counted_by.startswith(BY_USAGE)
+                    else ""))
         return Measured(run=run, identity=identity, report=report, host=host)
 
     def _measure_agentic(self, spec: PerfSpec) -> AgenticMeasured:

@@ -14,7 +14,8 @@ from .runner import NiahRunner
 
 
 def make_runner(spec: NiahSpec, endpoint: EndpointSpec, client: httpx.Client, progress: Progress) -> NiahRunner:
-    count = ServerTokenCounter(client, endpoint=endpoint.name, engine=adapter_class(endpoint), model=endpoint.model)
+    count = ServerTokenCounter(client, endpoint=endpoint.name, engine=adapter_class(endpoint), model=endpoint.model,
+                               say=progress)
     return NiahRunner(spec, endpoint, client, count, progress=progress)
 
 
