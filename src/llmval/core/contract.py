@@ -12,7 +12,10 @@ from collections.abc import Iterable
 
 # Values of these environment variables never appear in a message or report, whatever they hold.
 SECRET_ENV_NAME_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
-# Shapes of secrets that may arrive inside host or engine output.
+# Shapes of secrets that may arrive inside host or engine output. Each pattern can start only where its shape
+# starts (a lookbehind, not `\b`, before a repeated class): a run of 64 KiB of '-' or of 'a.' is scanned once, not
+# once from each of its characters (it was quadratic: 20,000 dashes took 10.7 s; 1 MiB of each worst case is timed
+# by selftest/hostile/test_redaction_time.py).
 SECRET_SHAPE_RES = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?(?:basic|digest|token)?\s*)[^\s'\",}\]]{4,}"),
@@ -22,11 +25,18 @@ SECRET_SHAPE_RES = (
     # vLLM's non-default args: 'api_key': ['sk-...'] (a list), and a dict repr 'api_key': 'sk-...'
     re.compile(r"(?i)(['\"](?:api[_-]?key|token|password|secret)['\"]\s*:\s*\[?\s*['\"])[^'\"]{4,}"),
     # a command line: --api-key X, --api-key=X, --hf-token X, --password X
-    re.compile(r"(?i)(--[a-z0-9-]*(?:api-key|token|password|passwd|secret)(?:=|\s+))(?!-)\S{4,}"),
-    # URL userinfo: scheme://user:password@host
-    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^\s/@:'\"]+:[^\s/@'\"]*(?=@)"),
+    re.compile(r"(?i)((?<![\w-])--[a-z0-9-]*(?:api-key|token|password|passwd|secret)(?:=|\s+))(?!-)\S{4,}"),
+    # URL userinfo: scheme://user:password@host, and scheme://:password@host (no user name)
+    re.compile(r"(?i)((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://)[^\s/@:'\"]*:[^\s/@'\"]*(?=@)"),
     re.compile(r"\b(hf_)[A-Za-z0-9]{20,}"),
     re.compile(r"\b(sk-)[A-Za-z0-9_-]{16,}"),
+)
+# Lists of secrets: vLLM's --api-key takes several keys (nargs='+'), in its argv and in its non-default args log line.
+# Each match runs to the list's end and never fails after it (no backtracking), and every item in it is redacted.
+SECRET_LIST_RES = (
+    (re.compile(r"(?i)((?<![\w-])['\"]api[_-]?keys?['\"]\s*:\s*\[)([^\]]*)"),
+     re.compile(r"(?<=['\"])[^'\",\s][^'\"]{3,}")),
+    (re.compile(r"(?i)((?<![\w-])--[a-z0-9-]*api-keys?(?:=|\s+))((?!-)\S+(?:\s+(?!-)\S+)*)"), re.compile(r"\S{4,}")),
 )
 REDACTED = "***"
 MIN_SECRET_LENGTH = 8
@@ -148,6 +158,8 @@ def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
             text = text[:start] + REDACTED + text[end:]
     for pattern in SECRET_SHAPE_RES:
         text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+    for pattern, item in SECRET_LIST_RES:
+        text = pattern.sub(lambda m, item=item: m.group(1) + item.sub(REDACTED, m.group(2)), text)
     return text
 
 
