@@ -29,7 +29,7 @@ import httpx_sse
 from ..core.contract import excerpt, redact
 from ..core.errors import EndpointError, EndpointProtocolError, EndpointTimeout, EndpointUnreachable
 from .answers import parse_json
-from .bounded import AsyncBoundedTransport, BoundedTransport, is_hung
+from .bounded import DECODED_FROM, AsyncBoundedTransport, BoundedTransport, is_hung
 from .h11transport import H11Transport
 from .recording import HttpExchange, Recorder, Replay, body_key
 
@@ -77,8 +77,9 @@ def httpx_errors(where: str = "", *, timeout_s: float | None = None) -> Iterator
         raise translate(error, where, timeout_s=timeout_s) from error
 
 
-RECORDED_HEADERS = {"content-type"}
-"""Only the content type is kept (never a credential header); the length follows the stored, redacted body."""
+RECORDED_HEADERS = {"content-type", DECODED_FROM}
+"""Only the content type and the encoding the body came with are kept (never a credential header); the body is
+stored decoded and redacted, its length follows it."""
 
 
 def _redacted_bytes(body: bytes) -> bytes:
