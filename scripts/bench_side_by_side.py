@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from llmval.bench._cli import main
+from llmval.bench import main
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

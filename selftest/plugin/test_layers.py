@@ -11,6 +11,7 @@ refuse a function-level and a TYPE_CHECKING import that cross a layer upwards.
 from __future__ import annotations
 
 import ast
+import importlib
 import shutil
 import subprocess
 import sys
@@ -162,6 +163,27 @@ def test_the_contract_ignores_nothing_and_places_every_package():
                       or (p.suffix == ".py" and not p.name.startswith("__")))
     unplaced = sorted(set(children) - set(placed))
     assert sorted(placed) == children, f"place every package of llmval in a layer of pyproject.toml: {unplaced}"
+
+
+def test_what_another_package_imports_from_a_package_is_in_its_all():
+    """No reaching into another package's private modules (the `private_modules` contract refuses
+    `from ..load._lock import ...`), and what is imported from a package instead is its public API: named in
+    that package's `__all__` (issue 33.4)."""
+    known = modules(SRC)
+    unlisted = []
+    for name, path in known.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = ".".join([*base, node.module] if node.module else base)
+            if module.count(".") != 1 or module.split(".")[:2] == name.split(".")[:2]:
+                continue  # only another package's own namespace (llmval.X), imported from outside it
+            exported = getattr(importlib.import_module(module), "__all__", ())
+            unlisted += [f"{name}:{node.lineno}: {module}.{alias.name}" for alias in node.names
+                         if alias.name not in exported and f"{module}.{alias.name}" not in known]
+    assert unlisted == []
 
 
 def _lint_imports(src: Path) -> subprocess.CompletedProcess:

@@ -12,6 +12,8 @@ from .agentic.kind import AGENTIC
 from .grid.kinds import GridKind
 from .needle.kind import NIAH
 
+__all__ = ["GRID_KINDS", "grid_kind"]
+
 GRID_KINDS: tuple[GridKind, ...] = (NIAH, AGENTIC)
 
 

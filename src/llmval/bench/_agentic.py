@@ -21,10 +21,7 @@ from pathlib import Path
 
 from ..engines import ADAPTERS, adapter_class
 from ..io.http import make_async_client
-from ..load import WireClient
-from ..load._agentic import AgenticProfile, AgenticRun, plot_agentic, run_agentic
-from ..load._lock import engine_lock
-from ..load._rate import Slo
+from ..load import ENGINE_LOCK, AgenticProfile, AgenticRun, Slo, WireClient, engine_lock, plot_agentic, run_agentic
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tpot-ms", type=float, default=None, help="goodput SLO: TPOT")
     parser.add_argument("--metrics-interval-s", type=float, default=1.0)
     parser.add_argument("--timeout-s", type=float, default=300.0)
-    parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
+    parser.add_argument("--lock", type=Path, default=ENGINE_LOCK)
     parser.add_argument("--lock-timeout-s", type=float, default=900)
     parser.add_argument("--out", type=Path, default=Path("reports/bench/agentic"))
     return parser

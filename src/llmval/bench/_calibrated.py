@@ -14,8 +14,7 @@ from pathlib import Path
 
 from ..engines.base import EngineAdapter
 from ..io.http import make_async_client
-from ..load import WireClient, Workload, run_load
-from ..load._parallel import auto_workers, run_load_parallel
+from ..load import WireClient, Workload, auto_workers, run_load, run_load_parallel
 from ._source import Schedule, Truth
 from ._vllm import VllmBench, VllmRun
 

@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..load._lock import engine_lock
+from ..load import ENGINE_LOCK, engine_lock
 from ._calibrated import CalibratedCase, measure_case, summary, table
 from ._source import MODEL, Schedule, source_process
 from ._vllm import VllmBench, engine_python_default
@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="k in k·C requests (C>1; default 1: one wave after a warmup wave)")
     parser.add_argument("--suite-workers", type=int, default=1,
                         help="--calibrated: the suite's generator over N processes at C>1 (default 1, as the gates)")
-    parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
+    parser.add_argument("--lock", type=Path, default=ENGINE_LOCK)
     parser.add_argument("--lock-timeout-s", type=float, default=900)
     parser.add_argument("--out", type=Path, default=Path("reports/bench"))
     return parser

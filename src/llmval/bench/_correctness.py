@@ -22,6 +22,7 @@ from ..core.errors import LlmvalError
 from ..engines import ADAPTERS
 from ..inventory import EndpointSpec, PerfSpec
 from ..inventory.perf import TOOL_CATEGORIES
+from ..load import ENGINE_LOCK
 from ..underload import measure
 
 
@@ -46,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-repeat-idle", action="store_true", help="skip the idle pass after the load")
     parser.add_argument("--hold-timeout-s", type=float, default=120)
     parser.add_argument("--timeout-s", type=float, default=300, help="one request's timeout")
-    parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
+    parser.add_argument("--lock", type=Path, default=ENGINE_LOCK)
     parser.add_argument("--lock-timeout-s", type=float, default=900)
     parser.add_argument("--out", type=Path, default=Path("reports/bench/correctness"))
     return parser

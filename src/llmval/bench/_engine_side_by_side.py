@@ -33,8 +33,7 @@ from pathlib import Path
 
 from ..engines import VllmAdapter
 from ..io.http import make_async_client
-from ..load import Workload, read_counters, run_load, window_deltas
-from ..load._lock import engine_lock
+from ..load import ENGINE_LOCK, Workload, engine_lock, read_counters, run_load, window_deltas
 from ._vllm import VllmBench, VllmRun, median_tpot_ms
 
 
@@ -167,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="CPU (in cores, averaged over a window) that processes other than the engine and the "
                              "client may use before the round counts as disturbed (default 0.15)")
     parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
+    parser.add_argument("--lock", type=Path, default=ENGINE_LOCK)
     parser.add_argument("--lock-timeout-s", type=float, default=900)
     parser.add_argument("--timeout-s", type=float, default=600)
     parser.add_argument("--out", type=Path, default=Path("reports") / "side-by-side")

@@ -23,11 +23,7 @@ import time
 
 import numpy as np
 
-from ..load import WireClient
-from ..load._arrivals import vllm_offsets
-from ..load._request import completion_payload
-from ..load._runner import _run_batch
-from ..load._stats import percentile
+from ..load import WireClient, completion_payload, percentile, run_batch, vllm_offsets
 from ._source import MODEL, Schedule, SourceFleet
 from ._vllm import VllmBench, VllmRun
 
@@ -52,7 +48,7 @@ async def _suite(url: str, n: int, offsets: list[float]) -> tuple[list, float]:
         in_flight = max(16, round(n / offsets[-1] * 0.05)) if offsets[-1] > 0 else 16
         await client.warm(min(in_flight, 512))
         start = time.perf_counter() + 0.05
-        records = await _run_batch(client, [payload] * n, n, time.perf_counter, offsets, start=start)
+        records = await run_batch(client, [payload] * n, n, time.perf_counter, offsets, start=start)
     return records, start
 
 

@@ -57,12 +57,18 @@ from pathlib import Path
 from ..core.errors import EndpointError
 from ..engines import VllmAdapter
 from ..io.http import httpx_errors, make_async_client
-from ..load import read_counters, window_deltas
-from ..load._arrivals import vllm_offsets
-from ..load._lock import engine_lock
-from ..load._parallel import auto_workers, run_load_parallel
-from ..load._prompts import WordPrompts, build_prompts
-from ..load._runner import Workload
+from ..load import (
+    ENGINE_LOCK,
+    WordPrompts,
+    Workload,
+    auto_workers,
+    build_prompts,
+    engine_lock,
+    read_counters,
+    run_load_parallel,
+    vllm_offsets,
+    window_deltas,
+)
 from ._engine_side_by_side import MachineCpu, ratio_ci95
 from ._source import MODEL, Schedule, SourceFleet, Truth
 from ._vllm import VllmBench, VllmRun
@@ -516,7 +522,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--suite-workers", type=int, default=0, help="worker processes of the suite (0: auto)")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--timeout-s", type=float, default=600)
-    p.add_argument("--lock", type=Path, default=Path("/tmp/llmval-engine.lock"))
+    p.add_argument("--lock", type=Path, default=ENGINE_LOCK)
     p.add_argument("--lock-timeout-s", type=float, default=900)
     p.add_argument("--run-seconds", type=float, default=0.0,
                    help="at a concurrency, rounds after the first send enough requests for about this many seconds "

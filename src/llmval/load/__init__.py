@@ -19,22 +19,25 @@ the pytest plugin only wires.
     run.metrics.decode_tok_s, run.metrics.output_throughput, run.metrics.failed
 """
 
-from ._agentic import AgenticProfile, AgenticRun, run_agentic
+from ._agentic import AgenticProfile, AgenticRun, plot_agentic, run_agentic
 from ._agentic_session import AgenticMeasured
 from ._arrivals import poisson_offsets, vllm_offsets
 from ._baseline import Baseline, BaselineStore, MachineScaling, Regression, compare_to_baseline, machine_scaling
 from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
-from ._prompts import Prompt, build_prompt, build_prompts
+from ._lock import ENGINE_LOCK, engine_lock
+from ._parallel import auto_workers, run_load_parallel
+from ._prompts import Prompt, WordPrompts, build_prompt, build_prompts
 from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep
 from ._request import RequestRecord, WireClient, completion_payload, stream_completion
-from ._runner import LoadRun, OtherLoad, Workload, run_load
+from ._runner import LoadRun, OtherLoad, Workload, run_batch, run_load, sender
 from ._sampler import EngineSamples, MetricsSampler
 from ._session import BaselineCheck, Measured, PerfSession, wait_idle, workload_for
 from ._stats import Distribution, RunMetrics, compute_metrics, max_concurrency, percentile
 
 __all__ = [
+    "ENGINE_LOCK",
     "AgenticMeasured",
     "AgenticProfile",
     "AgenticRun",
@@ -65,23 +68,30 @@ __all__ = [
     "Slo",
     "WindowDeltas",
     "WireClient",
+    "WordPrompts",
     "Workload",
+    "auto_workers",
     "build_prompt",
     "build_prompts",
     "calibrate",
     "compare_to_baseline",
     "completion_payload",
     "compute_metrics",
+    "engine_lock",
     "goodput",
     "machine_scaling",
     "max_concurrency",
     "percentile",
+    "plot_agentic",
     "plot_sweep",
     "poisson_offsets",
     "read_counters",
     "run_agentic",
+    "run_batch",
     "run_load",
+    "run_load_parallel",
     "scale_gates",
+    "sender",
     "server_identity",
     "server_key",
     "stream_completion",

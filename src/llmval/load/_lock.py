@@ -16,6 +16,9 @@ from pathlib import Path
 
 from ..core.errors import NotReady
 
+ENGINE_LOCK = Path("/tmp/llmval-engine.lock")
+"""The machine-wide lock every perf measurement, bench and extra engine holds by default (`--perf-lock`, `--lock`)."""
+
 
 class _LockTimeout(Exception):
     pass

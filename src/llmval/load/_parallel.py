@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from ._request import RequestRecord, WireClient, completion_payload
-from ._runner import LoadRun, Workload, _run_batch
+from ._runner import LoadRun, Workload, run_batch
 from ._stats import compute_metrics
 
 START_AHEAD_S = 0.2
@@ -72,11 +72,11 @@ Outcome = tuple[list[RequestRecord], float, float, float]
 async def _measure(share: _Share, wait_for_start) -> Outcome:
     async with WireClient(share.base_url, headers=share.headers, timeout_s=share.timeout_s) as client:
         await client.warm(share.concurrency)
-        await _run_batch(client, share.warmups, share.concurrency, time.perf_counter)
+        await run_batch(client, share.warmups, share.concurrency, time.perf_counter)
         start = wait_for_start()
         await asyncio.sleep(max(0.0, start - time.perf_counter()))
         cpu = _cpu()
-        records = await _run_batch(client, share.payloads, share.concurrency, time.perf_counter, share.offsets,
+        records = await run_batch(client, share.payloads, share.concurrency, time.perf_counter, share.offsets,
                                    start=start)
         return records, start, time.perf_counter(), _cpu() - cpu
 

@@ -129,7 +129,7 @@ async def sleep_until(due: float, clock: Clock = time.perf_counter) -> None:
         await asyncio.sleep(wait - SPIN_S if wait > SPIN_S else 0)
 
 
-async def _run_batch(client: httpx.AsyncClient | WireClient | Send, payloads: list, concurrency: int,
+async def run_batch(client: httpx.AsyncClient | WireClient | Send, payloads: list, concurrency: int,
                      clock: Clock, offsets: list[float] | None = None,
                      start: float | None = None) -> list[RequestRecord]:
     """All payloads, at most `concurrency` at once; with `offsets`, request i is due at start + offsets[i]
@@ -176,7 +176,7 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
                                    temperature=workload.temperature, ignore_eos=workload.ignore_eos)
                 for p in prompts[:total]]
     streams = streamer if streamer is not None else client
-    warmup = await _run_batch(streams, payloads[: workload.warmup_requests], workload.concurrency, clock)
+    warmup = await run_batch(streams, payloads[: workload.warmup_requests], workload.concurrency, clock)
     if before_window is not None:
         await before_window()
     counters_client = metrics_client or client
@@ -190,7 +190,7 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
         await sampler.start()
     started = clock()
     try:
-        records = await _run_batch(streams, measured, workload.concurrency, clock, offsets)
+        records = await run_batch(streams, measured, workload.concurrency, clock, offsets)
         duration = clock() - started
     finally:
         samples = await sampler.stop() if sampler is not None else None

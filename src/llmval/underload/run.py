@@ -13,7 +13,7 @@ Under the engine lock (`llmval.load._lock`; no other extra engine runs beside it
 The run is its own (not the perf gates' throughput run): the probes' tokens would count as other traffic in
 that run's window and change what it measures.
 
-    run = measure(endpoint, perf_spec, lock_path=Path("/tmp/llmval-engine.lock"), reports_dir=Path("reports"))
+    run = measure(endpoint, perf_spec, lock_path=ENGINE_LOCK, reports_dir=Path("reports"))
     [g.outcome for g in run.gates()], run.report
 """
 
@@ -35,10 +35,17 @@ from ..engines import adapter_class, adapter_for
 from ..inventory import EndpointSpec, PerfSpec
 from ..inventory.perf import CorrectnessSpec
 from ..io.http import api_key_headers, endpoint_async_client, endpoint_client
-from ..load import WireClient, Workload, completion_payload, read_counters, wait_idle, workload_for
-from ..load._lock import engine_lock
-from ..load._prompts import WordPrompts
-from ..load._runner import sender
+from ..load import (
+    WireClient,
+    WordPrompts,
+    Workload,
+    completion_payload,
+    engine_lock,
+    read_counters,
+    sender,
+    wait_idle,
+    workload_for,
+)
 from .compare import CRITERIA, GateResult, ProbeSample, judge_gate
 from .hold import LoadHold, Window
 from .probes import Probe, ProbeAnswer, niah_probes, tool_probes
