@@ -236,3 +236,72 @@ def test_gpu_sigkill_script_passes_on_the_stub_and_names_what_it_checked(tmp_pat
     assert "is gone and did not tear down" in (tmp_path / "runs" / "dry" / "watchdog.log").read_text()
     assert (tmp_path / "out" / "dry.tgz").stat().st_size > 0
     assert not port_open("127.0.0.1", STUB_PORT)
+
+
+def _daemon_inventory(tmp_path: Path) -> Path:
+    """The stub engine started by a foreground step as a daemon of its own (setsid, no launch tag: what systemd or
+    docker would run) and stopped by the inventory's stop step, which also counts its runs in `stopped`."""
+    inventory = tmp_path / "daemon.toml"
+    head, _, _ = (INVENTORIES / "launch-stub-server.toml").read_text().partition("[launch]")
+    start = (f"setsid .venv/bin/python -u selftest/launch/stub_server.py {STUB_PORT} > {tmp_path}/daemon.log 2>&1 "
+             f"< /dev/null & echo $! > {tmp_path}/daemon.pid")
+    inventory.write_text(head + f'''[launch]
+term_grace_s = 2
+
+[[launch.start]]
+host = "localhost"
+name = "stub daemon"
+run = "{start}"
+
+[[launch.stop]]
+host = "localhost"
+name = "stop the stub daemon"
+run = "kill $(cat {tmp_path}/daemon.pid); echo stopped >> {tmp_path}/stopped"
+timeout_s = 20
+
+[launch.ready]
+endpoint = "stub"
+timeout_s = 30
+no_progress_s = 10
+interval_s = 0.25
+''')
+    return inventory
+
+
+def test_sigkilled_run_still_runs_the_stop_steps_of_a_daemon_it_did_not_spawn(tmp_path):
+    """A start step that hands the engine to a daemon (kpro6's systemctl start, the Sparks' docker run -d): after
+    SIGKILL of pytest the watchdog runs the inventory's stop steps, once, and the port is freed."""
+    args = _contract_run(tmp_path, _daemon_inventory(tmp_path), str(ROOT / "selftest" / "data" / "launch" /
+                                                                    "blocking_contract.py"))
+    daemon = None
+    try:
+        killed = run_until_marker(args, tmp_path / "marker", signal.SIGKILL)
+        daemon = int((tmp_path / "daemon.pid").read_text())
+        summary = summary_of(tmp_path / "reports")
+        assert killed.returncode == -signal.SIGKILL and summary["teardown_s"] is None
+        took = seconds_until_nothing_left("-", [daemon], STUB_PORT, within_s=30)
+        assert summary["watchdog"]["stop_steps_if_killed"] is True
+        seconds_until_nothing_left("-", [summary["watchdog"]["pid"]], STUB_PORT, within_s=30)  # and it exits
+    finally:
+        if daemon and group_members(daemon):
+            os.killpg(daemon, signal.SIGKILL)  # without the watchdog's stop steps the daemon stays (it did before)
+    assert (tmp_path / "stopped").read_text() == "stopped\n"
+    log_dir = next((tmp_path / "reports" / "launch").glob("*/"))
+    log = (log_dir / "watchdog.log").read_text()
+    assert "running the inventory's stop steps" in log and "the stop steps exited 0" in log, log
+    after = json.loads((log_dir / "after-kill" / "summary.json").read_text())
+    assert after["launch_id"] == summary["launch_id"] and after["teardown_problems"] == [], after
+    assert [(s["label"], s["outcome"]) for s in after["steps"]] == [("stop the stub daemon", "ok")]
+    print(f"\ndaemon stand-in: stopped and port free {took} s after SIGKILL of pytest\n{log}")
+
+
+def test_normal_teardown_runs_the_stop_steps_once_and_the_watchdog_stands_down(tmp_path):
+    done = subprocess.run(_contract_run(tmp_path, _daemon_inventory(tmp_path)), cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    summary = summary_of(tmp_path / "reports")
+    assert summary["watchdog"]["outcome"] == "stood down" and summary["teardown_problems"] == []
+    time.sleep(1)  # a watchdog that fired anyway would have run the stop steps a second time by now
+    assert (tmp_path / "stopped").read_text() == "stopped\n"
+    assert "disarmed" in Path(summary["watchdog"]["log"]).read_text()
+    assert not port_open("127.0.0.1", STUB_PORT)

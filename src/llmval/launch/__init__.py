@@ -6,7 +6,8 @@ from a crash (exit, failed unit, exited container), a crash loop (systemd NResta
 RestartCount climbing) and a hang (no new log output for `no_progress_s`). Teardown runs every stop
 step even after a failure, ends our process groups, proves with /proc that no process of ours is left
 and that the port is free, and keeps the logs and a `summary.json` under the log folder. When the suite
-itself dies without tearing down (SIGKILL), the launch watchdog (`_watchdog.py`) ends our process groups.
+itself dies without tearing down (SIGKILL), the launch watchdog (`_watchdog.py`) ends our process groups and
+runs the inventory's stop steps (`_after_kill.py`).
 """
 
 from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError

@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -110,7 +111,7 @@ class Stack:
                  allow_destructive: bool = False, say: Callable[[str], None] = print,
                  probe: Callable[[str], bool] = http_ok, is_port_open: Callable[[str, int], bool] = port_open,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 cwd: Path | None = None):
+                 cwd: Path | None = None, inventory_path: Path | None = None):
         if inventory.launch is None:
             raise InventoryError(inventory.deployment.name, [("launch", "no [launch] section: nothing to launch")])
         self.inventory = inventory
@@ -124,6 +125,9 @@ class Stack:
         self.clock = clock
         self.sleep = sleep
         self.cwd = cwd
+        self.inventory_path = inventory_path
+        """Where the inventory was read from; given (by a real --launch run), a run killed without teardown gets
+        the inventory's stop steps run by the watchdog (`after_kill_command`)."""
         self.endpoint = inventory.endpoint(self.spec.ready.endpoint)
         self.url = str(self.endpoint.base_url).rstrip("/") + self.spec.ready.path
         parts = urlsplit(str(self.endpoint.base_url))
@@ -193,6 +197,8 @@ class Stack:
     def start(self) -> None:
         """Run the start steps in order; a failing step stops the sequence with its own output."""
         self._has_started = True
+        if self.inventory_path is not None and self.spec.stop:
+            self._arm_watchdog()  # before the first step: a kill at any later moment still runs the stop steps
         for step in self.spec.start:
             self._run_step(step, "start")
 
@@ -353,18 +359,44 @@ class Stack:
     def _start_background(self, step: StepSpec, phase: str) -> None:
         label = step.label
         log_path = self.log_dir / f"{phase}-{_slug(label)}.log"
-        if self.watchdog is None:
-            self.watchdog = Watchdog.start(self.launch_id, self.log_dir / "watchdog.log", self.spec.term_grace_s)
-            self.summary.watchdog = {"pid": self.watchdog.pid, "log": str(self.watchdog.log_path),
-                                     "outcome": "guarding"}
+        watchdog = self._arm_watchdog()
         process = BackgroundProcess.start(label, step.run, log_path, dict(step.env), self.launch_id, cwd=self.cwd)
         self.processes.append(process)
-        self.watchdog.guard(process.pid)
+        watchdog.guard(process.pid)
         self.summary.processes.append({"name": label, "pid": process.pid, "pgid": process.pid,
                                        "log": str(log_path)})
         self._record(StepRecord(phase, step.host, label, step.run, "started"))
         self._write_summary()
         self.say(f"[launch] {phase}: started '{label}' (pid {process.pid}, own process group), log {log_path}")
+
+    def _arm_watchdog(self) -> Watchdog:
+        """The launch watchdog, started once (see `_watchdog.py`)."""
+        if self.watchdog is None:
+            then = self.after_kill_command() if self.inventory_path is not None and self.spec.stop else []
+            self.watchdog = Watchdog.start(self.launch_id, self.log_dir / "watchdog.log", self.spec.term_grace_s,
+                                           then=then, then_timeout_s=self._stop_steps_bound_s())
+            self.summary.watchdog = {"pid": self.watchdog.pid, "log": str(self.watchdog.log_path),
+                                     "outcome": "guarding", "stop_steps_if_killed": bool(then)}
+            self._write_summary()
+        return self.watchdog
+
+    def after_kill_command(self) -> list[str]:
+        """What the watchdog runs when the suite died untidily: this inventory's stop steps (`_after_kill.py`)."""
+        assert self.inventory_path is not None
+        return [sys.executable, "-m", "llmval.launch._after_kill", "--inventory", str(self.inventory_path.resolve()),
+                "--launch-id", self.launch_id, "--log-dir", str((self.log_dir / "after-kill").resolve()),
+                *(["--cwd", str(self.cwd.resolve())] if self.cwd else []),
+                *(["--allow-destructive"] if self.allow_destructive else [])]
+
+    def _stop_steps_bound_s(self) -> float:
+        """The longest the stop steps may take (each step's timeout, the port wait) plus a start-up margin."""
+        return sum(step.timeout_s for step in self.spec.stop) + PORT_FREE_WAIT_S + 60
+
+    def adopt(self, launch_id: str) -> None:
+        """Take over the teardown of launch `launch_id`, started by a suite that was killed: `stop()` then runs the
+        stop steps (and waits for the port) as that suite's teardown would have."""
+        self.launch_id = self.summary.launch_id = launch_id
+        self._has_started = True
 
     # -- teardown -------------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 Teardown (`Stack.stop()`) runs after a failed test, Ctrl-C, SIGTERM and SIGHUP, but nothing runs in a process
 killed with SIGKILL (a CI job at its time limit, the OOM killer): the engine, in its own session, would keep
-serving and holding the GPU. So before the first background process starts, the suite starts this watchdog:
+serving and holding the GPU. So before the first background process starts (before the first start step when the
+run will hand the watchdog the inventory's stop steps), the suite starts this watchdog:
 
     suite (pytest) ──holds the only write end──▶ pipe ──read end──▶ watchdog (own session, no launch tag)
 
@@ -12,7 +13,9 @@ suite's process is gone (the kernel closes its descriptors however it died): the
 process group of this launch, SIGKILL after the inventory's `term_grace_s`, and exits once nothing is left.
 Its groups are those the suite named and those of any process carrying this launch's `LLMVAL_LAUNCH_ID` (a
 child that made its own session, vLLM's EngineCore after its API server died); a group is signalled only while
-a process in it carries the tag, so a recycled group id is never signalled. What it did is in `watchdog.log`.
+a process in it carries the tag, so a recycled group id is never signalled. Then, when the suite gave it one, it
+runs the inventory's stop steps (`_after_kill.py`: what start steps handed to systemd or docker, on any host). What
+it did is in `watchdog.log`.
 
 While it waits it blocks in `read()`: no CPU, one small interpreter (standard library only; it runs this file as a
 script, `_proc.py` beside it, without importing the package).
@@ -48,15 +51,18 @@ class Watchdog:
         self._write_fd: int | None = write_fd
 
     @classmethod
-    def start(cls, launch_id: str, log_path: Path, grace_s: float) -> Watchdog:
-        """Start the watchdog for `launch_id` in its own session, its output appended to `log_path`."""
+    def start(cls, launch_id: str, log_path: Path, grace_s: float, *, then: list[str] | None = None,
+              then_timeout_s: float = 0) -> Watchdog:
+        """Start the watchdog for `launch_id` in its own session, its output appended to `log_path`; `then` is a
+        command it runs after ending the groups when it fires (the inventory's stop steps), for `then_timeout_s`."""
         read_fd, write_fd = os.pipe()  # both close-on-exec: no process the suite starts later inherits the write end
         env = {k: v for k, v in os.environ.items() if k != LAUNCH_ID_ENV}  # it must not count as the launch's own
         try:
             with open(log_path, "ab") as log:
                 process = subprocess.Popen(
                     [sys.executable, "-B", "-E", "-s", str(Path(__file__).resolve()), "--fd", str(read_fd),
-                     "--launch-id", launch_id, "--grace", f"{grace_s:g}", "--suite-pid", str(os.getpid())],
+                     "--launch-id", launch_id, "--grace", f"{grace_s:g}", "--suite-pid", str(os.getpid()),
+                     *(["--then-timeout", f"{then_timeout_s:g}", "--then", *then] if then else [])],
                     pass_fds=(read_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True, env=env)
         except BaseException:
@@ -148,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--launch-id", required=True)
     parser.add_argument("--grace", type=float, required=True, help="seconds between SIGTERM and SIGKILL")
     parser.add_argument("--suite-pid", type=int, required=True, help="the suite's pid (for the log only)")
+    parser.add_argument("--then-timeout", type=float, default=0, help="seconds the --then command may take")
+    parser.add_argument("--then", nargs=argparse.REMAINDER, default=[],
+                        help="a command to run after ending the groups (the inventory's stop steps)")
     args = parser.parse_args(argv)
     _say(f"guarding launch {args.launch_id} of the suite (pid {args.suite_pid})")
     named: set[int] = set()
@@ -164,7 +173,26 @@ def main(argv: list[str] | None = None) -> int:
                 _say("disarmed: the suite tore the launch down itself")
                 return 0
     _say(f"the suite (pid {args.suite_pid}) is gone and did not tear down: ending launch {args.launch_id}")
-    return 1 if end_launch(args.launch_id, named, args.grace) else 0
+    left = end_launch(args.launch_id, named, args.grace)
+    return 1 if run_then(args.then, args.then_timeout) != 0 or left else 0
+
+
+def run_then(command: list[str], timeout_s: float) -> int:
+    """Run the stop-steps command (its output into this log); its exit code, 0 when there is none."""
+    if not command:
+        return 0
+    _say(f"running the inventory's stop steps: {' '.join(command)}")
+    started = time.monotonic()
+    try:
+        rc = subprocess.run(command, stdin=subprocess.DEVNULL, timeout=timeout_s or None).returncode
+    except subprocess.TimeoutExpired:
+        _say(f"the stop steps did not finish within {timeout_s:g} s (killed)")
+        return 1
+    except OSError as error:
+        _say(f"the stop steps could not start: {error}")
+        return 1
+    _say(f"the stop steps exited {rc} after {time.monotonic() - started:.1f} s")
+    return rc
 
 
 if __name__ == "__main__":
