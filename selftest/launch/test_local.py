@@ -140,6 +140,7 @@ def test_killing_the_run_mid_test_still_tears_down(tmp_path, sig):
         == "passed"
     assert summary["teardown_s"] is not None and summary["teardown_problems"] == [], outcome.output[-3000:]
     assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
+    assert summary["watchdog"]["outcome"] == "stood down"  # the suite's own teardown did it; the watchdog did not fire
 
 
 @pytest.mark.parametrize("engine", ["plain", "orphan-ignoring-term"])
