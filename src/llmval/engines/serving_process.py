@@ -31,15 +31,10 @@ class StaleEvidence(LlmvalError):
     depends_on = ("serving.health",)
 
 
-def endpoint_port(endpoint) -> int:
-    url = endpoint.base_url
-    return int(url.port or (443 if url.scheme == "https" else 80))
-
-
 def check_log_owner(endpoint, log_text: str, facts, server_pids: list[int]) -> str:
     """Raise StaleEvidence unless the log belongs to the process serving the endpoint's port now; return what
     tied them (for evidence), or "" when the host cannot say (a recording from before these reads)."""
-    port = endpoint_port(endpoint)
+    port = endpoint.port
     source = endpoint.logs or ""
     written_by = f"written by the server pid {server_pids[-1]}" if server_pids else "of the last engine start"
     try:

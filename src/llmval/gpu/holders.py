@@ -210,9 +210,7 @@ def endpoint_ports(inventory, host_name: str) -> list[int]:
     ports = []
     for endpoint in inventory.endpoints:
         if endpoint.host == host_name:
-            url = endpoint.base_url
-            port = url.port or (443 if url.scheme == "https" else 80)
-            ports.append(int(port))
+            ports.append(endpoint.port)
     return list(dict.fromkeys(ports))
 
 

@@ -8,7 +8,7 @@ from pydantic import Field, HttpUrl, field_validator, model_validator
 
 from ._base import Spec
 from ._engines import EngineKind
-from .values import BaseUrlText, EnvKey, Label, Name, Rate, Seconds, check_source
+from .values import BaseUrlText, EnvKey, Label, Name, Rate, Seconds, check_source, url_port
 
 
 class SpeculativeSpec(Spec):
@@ -123,6 +123,16 @@ class EndpointSpec(Spec):
     reasoning: bool = False
     """The model emits reasoning that the reasoning parser must split off."""
     smoke: bool = True
+
+    @property
+    def root_url(self) -> str:
+        """`base_url` as text without a trailing slash: what every client, stream and probe puts paths after."""
+        return str(self.base_url).rstrip("/")
+
+    @property
+    def port(self) -> int:
+        """The TCP port the endpoint listens on: `base_url`'s, else its scheme's (`values.url_port`)."""
+        return url_port(str(self.base_url))
 
     @model_validator(mode="before")
     @classmethod

@@ -228,4 +228,14 @@ def check_base_url(value: object) -> object:
     return value
 
 
+def url_port(url: str) -> int:
+    """The TCP port an http(s) URL reaches: the one it names, else its scheme's (443 for https, 80 for http).
+
+    >>> url_port("http://127.0.0.1:8000/v1"), url_port("https://api.example"), url_port("http://[::1]")
+    (8000, 443, 80)
+    """
+    parts = urlsplit(url)
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
 BaseUrlText = BeforeValidator(check_base_url)

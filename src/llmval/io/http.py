@@ -282,14 +282,14 @@ def make_async_client(base_url: str, *, api_key_env: str | None = None, timeout_
 def endpoint_client(spec: EndpointSpec, *, recorder: Recorder | None = None, replay: Replay | None = None,
                     timeout_s: float | None = None) -> httpx.Client:
     """The client for one inventory endpoint: its base URL, API key and request timeout (or `timeout_s`)."""
-    return make_client(str(spec.base_url).rstrip("/"), api_key_env=spec.api_key_env,
+    return make_client(spec.root_url, api_key_env=spec.api_key_env,
                        timeout_s=spec.request_timeout_s if timeout_s is None else timeout_s,
                        recorder=recorder, replay=replay)
 
 
 def endpoint_async_client(spec: EndpointSpec, *, max_connections: int = 256) -> httpx.AsyncClient:
     """The async twin of endpoint_client, for load generation (live only: perf is never recorded)."""
-    return make_async_client(str(spec.base_url).rstrip("/"), api_key_env=spec.api_key_env,
+    return make_async_client(spec.root_url, api_key_env=spec.api_key_env,
                              timeout_s=spec.request_timeout_s, max_connections=max_connections, asyncio_native=True)
 
 

@@ -32,6 +32,7 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from ..core.contract import shorten
+from ..inventory.values import url_port
 from .bounded import MAX_BODY_BYTES, Inflater, TooLarge, hung_words, too_large_words
 
 Clock = Callable[[], float]
@@ -306,7 +307,7 @@ class WireClient:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"base URL must be http(s)://host[:port], got {base_url!r}")
-        self.host, self.port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
+        self.host, self.port = url.hostname, url_port(base_url)
         self.prefix = url.path.rstrip("/")
         self.ssl = (ssl.create_default_context() if verify else ssl._create_unverified_context()) \
             if url.scheme == "https" else None

@@ -129,9 +129,8 @@ class Stack:
         """Where the inventory was read from; given (by a real --launch run), a run killed without teardown gets
         the inventory's stop steps run by the watchdog (`after_kill_command`)."""
         self.endpoint = inventory.endpoint(self.spec.ready.endpoint)
-        self.url = str(self.endpoint.base_url).rstrip("/") + self.spec.ready.path
-        parts = urlsplit(str(self.endpoint.base_url))
-        self.address = (parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+        self.url = self.endpoint.root_url + self.spec.ready.path
+        self.address = (urlsplit(self.endpoint.root_url).hostname or "", self.endpoint.port)
         self.launch_id = uuid.uuid4().hex[:12]
         self.processes: list[BackgroundProcess] = []
         self.summary = LaunchSummary(self.launch_id, inventory.deployment.name, self.endpoint.name, self.url,

@@ -30,6 +30,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..core.errors import LlmvalError
+from ..inventory.values import url_port
 
 OTHER_SHARE_MAX = 0.25
 """Other processes may keep at most this share of the CPUs busy during a window (on 2 CPUs: half a core)."""
@@ -280,7 +281,7 @@ class HostLoadProbe:
         """A probe for an endpoint: its engine's CPU is told apart where a process of this host listens on its
         port (and the URL is a loopback address, or such a listener exists); else everything but the suite is
         `other`."""
-        port = urlsplit(base_url).port or (443 if base_url.startswith("https") else 80)
+        port = url_port(base_url)
         pids = tuple(listening_pids(port, kwargs.get("proc", PROC)))
         if pids:
             return cls(engine_roots=pids, engine_note=f"on this host: pid {', '.join(map(str, pids))} listens on "

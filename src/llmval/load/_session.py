@@ -402,7 +402,7 @@ class PerfSession:
                            profile: AgenticProfile) -> tuple[AgenticRun, HostWindow]:
         engine = adapter_class(endpoint)
         probe = self._probe(endpoint)
-        base_url = str(endpoint.base_url).rstrip("/")
+        base_url = endpoint.root_url
         async with self._connect(endpoint, 4) as client, \
                 WireClient(base_url, headers=api_key_headers(endpoint.api_key_env),
                            timeout_s=endpoint.request_timeout_s) as streamer:
@@ -430,9 +430,9 @@ class PerfSession:
         # over httpx.
         async with self._connect(endpoint, workload.concurrency + 2) as client:
             identity = await server_identity(client, endpoint=endpoint.name, engine=engine,
-                                             base_url=str(endpoint.base_url).rstrip("/"),
+                                             base_url=endpoint.root_url,
                                              declared=endpoint.expect.model_dump(mode="json", exclude_none=True))
-            streamer = WireClient(str(endpoint.base_url).rstrip("/"), headers=api_key_headers(endpoint.api_key_env),
+            streamer = WireClient(endpoint.root_url, headers=api_key_headers(endpoint.api_key_env),
                                   timeout_s=endpoint.request_timeout_s) if self._wire else None
 
             async def before_window() -> None:  # the host's load is read over the measured window only

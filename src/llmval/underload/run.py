@@ -205,7 +205,7 @@ def measure(endpoint: EndpointSpec, perf: PerfSpec, *, lock_path: Path, reports_
         concurrency = perf.correctness_concurrency or 1
         with endpoint_client(endpoint) as client:
             async with endpoint_async_client(endpoint, max_connections=concurrency + 4) as async_client:
-                streamer = WireClient(str(endpoint.base_url).rstrip("/"), headers=api_key_headers(endpoint.api_key_env),
+                streamer = WireClient(endpoint.root_url, headers=api_key_headers(endpoint.api_key_env),
                                       timeout_s=endpoint.request_timeout_s)
                 try:
                     return await measure_async(endpoint, perf, client=client, async_client=async_client,
