@@ -176,7 +176,8 @@ def test_listing_runs_write_no_status_or_history(pytester, listing):
 @pytest.mark.parametrize(("section", "model"), [("hosts", HostSpec), ("endpoints", EndpointSpec),
                                                 ("perf", PerfSpec), ("niah", NiahSpec), ("agentic", AgenticSpec)])
 def test_every_inventory_field_is_a_judged_fact_or_a_setting(section, model):
-    target_sections = set(Inventory.model_fields) - {"deployment", "launch", "decisions", "blockers", "schema_"}
+    target_sections = set(Inventory.model_fields) - {"deployment", "launch", "decisions", "blockers", "hints",
+                                                     "schema_"}
     assert set(FACTS) == set(SETTINGS) == target_sections
     def covered(path: str, keys) -> bool:
         return any(path == k or path.startswith(k + ".") for k in keys)

@@ -17,7 +17,8 @@ def test_driver_at_least_minimum(host, facts, expect):
     versions = sorted({g.driver_version for g in facts.gpus()})
     expect(host.name, "hosts.driver.min", expected=f">= {host.gpus.driver_min}", observed=versions,
            ok=bool(versions) and all(_version(v) >= _version(host.gpus.driver_min) for v in versions),
-           hint="upgrade the driver (and the guest's userspace, which must match the host kernel module)")
+           hint="upgrade the driver (in a container or guest, its user-space driver libraries must match the "
+                "host's kernel module)")
 
 
 def test_driver_equal_across_platform(host, facts, inventory, facts_of, expect):

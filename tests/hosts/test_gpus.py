@@ -21,7 +21,7 @@ def test_gpu_names_match_inventory(host, facts, expect):
         pytest.skip(f"[{host.name}] the inventory declares no GPU name")
     odd = {g.index: g.name for g in facts.gpus() if g.name != host.gpus.name}
     expect(host.name, "hosts.gpu.name", expected=f"every GPU: {host.gpus.name}", observed=odd or "all match",
-           ok=not odd, hint="a different SKU (Server vs Workstation Edition?) or the wrong host")
+           ok=not odd, hint="another GPU model, another SKU or edition of the declared one, or the wrong host")
 
 
 def test_compute_capability_matches_inventory(host, facts, expect):
@@ -30,7 +30,8 @@ def test_compute_capability_matches_inventory(host, facts, expect):
     odd = {g.index: g.compute_cap for g in facts.gpus() if g.compute_cap != host.gpus.compute_capability}
     expect(host.name, "hosts.gpu.compute_cap", expected=f"every GPU: {host.gpus.compute_capability}",
            observed=odd or "all match", ok=not odd,
-           hint="12.0 = SM120 (RTX PRO 6000), 12.1 = SM121 (GB10); kernels built for one do not load on the other")
+           hint=f"another GPU architecture than SM{host.gpus.compute_capability.replace('.', '')}: kernels and images "
+                "built for one architecture may not load on another (their CUDA arch list)")
 
 
 def test_gpu_memory_as_declared(host, facts, expect):
@@ -38,12 +39,13 @@ def test_gpu_memory_as_declared(host, facts, expect):
     if spec.memory == "not_reported":
         odd = {g.index: g.memory_total_mib for g in facts.gpus() if g.memory_total_mib is not None}
         expect(host.name, "hosts.gpu.memory", expected="memory.total [N/A] (unified memory)",
-               observed=odd or "all [N/A]", ok=not odd, hint="a GB10 reports [N/A]; a number means another GPU")
+               observed=odd or "all [N/A]", ok=not odd,
+               hint="a unified-memory GPU reports [N/A], as declared; a number means another GPU")
         return
     floor = spec.memory_total_mib_min or 1
     odd = {g.index: g.memory_total_mib for g in facts.gpus() if (g.memory_total_mib or 0) < floor}
     expect(host.name, "hosts.gpu.memory", expected=f"memory.total >= {floor} MiB", observed=odd or "all enough",
-           ok=not odd, hint="set gpus.memory = 'not_reported' for unified-memory GPUs (GB10)")
+           ok=not odd, hint="set gpus.memory = 'not_reported' for a unified-memory GPU (memory.total [N/A])")
 
 
 def test_gpu_uuids_match_inventory(host, facts, expect):

@@ -16,7 +16,8 @@ def test_model_files_present(host, facts, hash_cache, expect):
             short[spec.path] = f"{len(files)} files, {sum(f.size for f in files)} bytes"
     expect(host.name, "hosts.model_files.present", expected={s.path: f">= {s.min_bytes or 1} bytes"
                                                              for s in host.model_files},
-           observed=short or "all present", ok=not short, hint="copy the model (rsync over the IB link)")
+           observed=short or "all present", ok=not short,
+           hint="copy the model onto this host (e.g. `rsync -a` from a host that holds it), then re-run")
 
 
 def test_model_file_sizes_identical(model_group, facts_of, hash_cache, expect):

@@ -36,5 +36,5 @@ def test_nccl_p2p_disabled_by_environment(host, facts, expect):
     log = facts.nccl_log(host.nccl.log)
     expect(host.name, "hosts.nccl.p2p_disabled", expected="NCCL_P2P_DISABLE set by environment to 1",
            observed=log.env.get("NCCL_P2P_DISABLE", "no such line"), ok=log.env.get("NCCL_P2P_DISABLE") == "1",
-           hint=NCCL_HINT if not log.lines else "Environment=NCCL_P2P_DISABLE=1 in the serving unit "
-           "(P2P DMA is blocked on this host)")
+           hint=NCCL_HINT if not log.lines else "the inventory requires P2P off on this host: Environment="
+           "NCCL_P2P_DISABLE=1 in the serving unit (-e NCCL_P2P_DISABLE=1 for a container)")

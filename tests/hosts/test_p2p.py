@@ -16,5 +16,6 @@ def test_gpu_p2p_read_as_declared(host, facts, expect):
         ok, observed = len(not_ok) == len(matrix), {k: v for k, v in matrix.items() if v == "OK"} or "none OK"
     expect(host.name, "hosts.gpu.p2p", expected=f"P2P read {host.gpus.p2p} between every GPU pair",
            observed=observed, ok=ok,
-           hint="`nvidia-smi topo -p2p r`; CNS/NS under an IOMMU in DMA-translation mode: keep NCCL_P2P_DISABLE=1; "
-                "DR: disabled by a driver registry key (NVreg_RegistryDwords in /etc/modprobe.d)")
+           hint="`nvidia-smi topo -p2p r`: CNS = chipset, GNS = GPU, TNS = topology not supported, NS = not "
+                "supported (e.g. under an IOMMU in DMA-translation mode), DR = disabled by a driver registry key "
+                "(NVreg_RegistryDwords in /etc/modprobe.d); where P2P is blocked, run NCCL with NCCL_P2P_DISABLE=1")

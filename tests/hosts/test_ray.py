@@ -14,4 +14,6 @@ def test_ray_alive_gpu_nodes(host, facts, expect):
            expected=f"{spec.alive_nodes} ALIVE with >= {spec.gpus_per_node:g} GPU",
            observed=f"{len(alive)}: {[n.ip for n in alive]}" + (f"; not counted: {others}" if others else ""),
            ok=len(alive) == spec.alive_nodes,
-           hint="restart the worker's `ray start --address=<head>:6379 --node-ip-address=<IB ip>`; check the IB link")
+           hint="restart the worker's `ray start --address=<head>:6379 --node-ip-address=<its address on the network "
+                "the nodes share>`; check that network's link (a node's auto-detected address may be one the others "
+                "cannot reach)")

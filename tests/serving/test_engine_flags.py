@@ -7,7 +7,7 @@ pytestmark = [pytest.mark.serving, pytest.mark.smoke]
 
 SPEC_HINTS = {
     "algorithm": "--speculative-algorithm (SGLang reports NEXTN as EAGLE)",
-    "num_steps": "--speculative-num-steps (kpro6: 4 was chosen; 5 OOM-looped)",
+    "num_steps": "--speculative-num-steps",
     "eagle_topk": "--speculative-eagle-topk",
     "num_draft_tokens": "--speculative-num-draft-tokens (= steps + 1 when topk is 1)",
 }
@@ -17,7 +17,7 @@ def test_attention_backend_matches(endpoint, engine, expect, declared):
     expected = declared(endpoint.expect.attention_backend, "expect.attention_backend")
     fact = engine.attention_backend()
     expect(endpoint.name, "serving.attention.backend", expected=expected, observed=fact.value,
-           hint="--attention-backend triton: flashinfer cannot serve the hybrid GDN model",
+           hint=f"start the engine with --attention-backend {expected}",
            evidence=f"{fact.source}: {fact.quote}")
 
 

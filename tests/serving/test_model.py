@@ -1,4 +1,5 @@
-"""The endpoint serves exactly the model the inventory names (the stale-GLM catch) with its context length."""
+"""The endpoint serves exactly the model the inventory names (an old container on the port is caught) with its
+context length."""
 
 import pytest
 
@@ -11,8 +12,8 @@ def test_served_model_matches_inventory(endpoint, engine, expect):
     aliases, others = engine.model_aliases()  # --served-model-name a b: more names of the one model, not others
     expect(endpoint.name, "serving.model.id", expected=[endpoint.model], observed=served,
            ok=endpoint.model in served and not others,
-           hint="another model is being served (after the Sparks' reboot an old GLM-4.7-Flash container came "
-                "back): `docker ps` / the unit's --model and --served-model-name",
+           hint="another model is being served (an old container or unit on the port?): `docker ps` / the unit's "
+                "--model and --served-model-name",
            evidence=f"/v1/models root={roots}" + (f"; aliases of {endpoint.model!r} (same root): {aliases}"
                                                   if aliases else ""))
 

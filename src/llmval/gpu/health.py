@@ -46,7 +46,8 @@ REASON_PREFIX_RE = re.compile(r"^clocks_(?:event|throttle)_reasons/clocks_(?:eve
 
 HINTS = {
     "pcie_link": "a link below its maximum trained down: reseat the GPU or its riser, check the slot's BIOS "
-                 "setting (Gen5 x16 for RTX PRO 6000); `nvidia-smi -q -d PCI` shows current and max",
+                 "setting (the generation and width the card supports); `nvidia-smi -q -d PCI` shows current and "
+                 "max",
     "ecc_uncorrectable": "uncorrectable ECC errors: drain the GPU, reset it (`nvidia-smi -r` when idle, with the "
                          "owner's OK) and run `dcgmi diag -r 3`; volatile counts clear on reset, aggregate ones stay",
     "row_remap": "a pending row remap (or page retirement) takes effect only after a GPU reset; a remap failure "

@@ -2,7 +2,7 @@
 
 `load_inventory(path)` reads and validates it; any problem becomes one `InventoryError` naming the
 file, the key path and the reason. Sections: `[deployment]`, `[[hosts]]`, `[[endpoints]]`,
-`[[perf]]`, `[[niah]]`, `[[agentic]]`, `[launch]`, `[[decisions]]`, `[[blockers]]`.
+`[[perf]]`, `[[niah]]`, `[[agentic]]`, `[launch]`, `[[decisions]]`, `[[blockers]]`, `[[hints]]`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .hosts import (
 )
 from .launch import WATCH_RE, LaunchSpec, ReadinessSpec, StepSpec, WaitSpec
 from .perf import AgenticLoadSpec, MachineScale, PerfSpec
-from .report import BlockerSpec, DecisionSpec, DeploymentSpec
+from .report import BlockerSpec, DecisionSpec, DeploymentSpec, HintSpec
 from .serving import EndpointSpec, ServingExpect, SpeculativeSpec, ToolCallGates
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "GpuProcessSpec",
     "GpuSpec",
     "GuestSplit",
+    "HintSpec",
     "HostSpec",
     "InterfaceSpec",
     "Inventory",
@@ -186,6 +187,8 @@ class Inventory(Spec):
     launch: LaunchSpec | None = None
     decisions: list[DecisionSpec] = []
     blockers: list[BlockerSpec] = []
+    hints: list[HintSpec] = []
+    """The owners' hints for checks on this deployment (its own history), quoted after the suite's hint."""
     schema_: str | None = Field(None, alias="$schema")
     """Path or URL of the JSON Schema, for editors; ignored by the suite."""
 

@@ -6,6 +6,8 @@ blockers plugin that runs known blockers as strict xfail.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
 from typing import Literal
 
 from pydantic import Field
@@ -55,6 +57,40 @@ class BlockerSpec(Spec):
     """The id of the decision to revisit when the blocker lifts."""
     workaround: Text = ""
     """What the deployment does instead, for the status document."""
+
+
+class HintSpec(Spec):
+    """The owners' own hint for a check on their deployment (what happened here before, what this deployment does
+    about it), quoted after the suite's hint, which says only what is true of any deployment.
+
+    Usage: `[[hints]]` `check = "serving.model.id"`, `subject = "spark-vllm"`, `text = "after a reboot the old
+    GLM container came back: docker rm -f it"`.
+    """
+
+    check: str = Field(pattern=CHECK_PATTERN, max_length=256)
+    """The check it is about, e.g. serving.model.id (`*` globs allowed)."""
+    subject: Text = ""
+    """Only verdicts on this host or endpoint (glob); empty: any subject."""
+    text: Text
+
+    def applies_to(self, subject: str, check: str) -> bool:
+        return fnmatchcase(check, self.check) and (not self.subject or fnmatchcase(subject, self.subject))
+
+
+OWNER_HINT_PREFIX = "on this deployment: "
+
+
+def with_owner_hints(hint: str, hints: Sequence[HintSpec], subject: str, check: str) -> str:
+    """`hint` (the suite's), then the inventory's hints for this check and subject.
+
+    >>> with_owner_hints("`docker ps`", [HintSpec(check="serving.*", text="the old container came back")],
+    ...                  "spark-vllm", "serving.model.id")
+    '`docker ps`; on this deployment: the old container came back'
+    """
+    owned = [h.text for h in hints if h.applies_to(subject, check)]
+    if not owned:
+        return hint
+    return "; ".join([*([hint] if hint else []), OWNER_HINT_PREFIX + "; ".join(owned)])
 
 
 class DeploymentSpec(Spec):
