@@ -332,6 +332,8 @@ def plot_agentic(runs: list[AgenticRun], path, *, title: str, slo: Slo | None = 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ._plot import save_figure
+
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
     for run in runs:
         label = f"C={run.profile.concurrency}"
@@ -356,9 +358,4 @@ def plot_agentic(runs: list[AgenticRun], path, *, title: str, slo: Slo | None = 
     axes[0].set_title("TTFT against context length (dots: turns; line: bucket medians)", fontsize=9)
     axes[1].set_xlabel("turn of the session")
     axes[1].set_title("TTFT per turn (median; dashed p90)", fontsize=9)
-    fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, title)

@@ -17,6 +17,16 @@ HEADLINE = (("decode_tok_s", "decode tok/s"), ("output_throughput", "output tok/
             ("p99_ttft_ms", "TTFT p99 (ms)"), ("median_tpot_ms", "TPOT median (ms)"))
 
 
+
+def save_figure(fig, path: Path, title: str) -> Path:
+    """Title `fig`, lay it out, write it to `path` (its folder made) as a PNG in reports/, and free it."""
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
 def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str, scale: float = 1.0) -> Path:
     """Write a PNG: headline metrics (this run vs baseline) and per-request TTFT / TPOT. `scale`: the machine scaling
     the compared metrics were judged with (the baseline's `COMPARED` numbers drawn times it; 1: as saved)."""
@@ -58,12 +68,7 @@ def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str,
         ax.legend(fontsize=8)
     if samples:
         plot_engine_samples(axes[3], samples)
-    fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, title)
 
 
 def plot_engine_samples(ax, samples: EngineSamples) -> None:

@@ -89,6 +89,8 @@ def plot_sweep(points: list[RatePoint], slo: Slo, path: Path, *, title: str) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ._plot import save_figure
+
     rates = [p.rate for p in points]
     data = [p.as_json() for p in points]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -115,9 +117,4 @@ def plot_sweep(points: list[RatePoint], slo: Slo, path: Path, *, title: str) -> 
     axes[2].set_title(f"goodput\n({slo.describe()})", fontsize=9)
     for ax in axes:
         ax.set_xlabel("offered request rate (req/s, Poisson)")
-    fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, title)

@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from ..core.errors import ParseError
-from .nvidia_smi import NOT_AVAILABLE, normalize_bus_id
+from .nvidia_smi import NOT_AVAILABLE, csv_cells, normalize_bus_id, smi_xml_root
 
 HEALTH_SUBTREES = ("persistence_mode", "performance_state", "pci/pci_gpu_link_info", "ecc_mode", "ecc_errors",
                    "retired_pages", "remapped_rows", "clocks_event_reasons", "clocks_throttle_reasons", "temperature")
@@ -65,13 +65,7 @@ def _leaves(node: ET.Element, prefix: str, out: dict[str, str]) -> None:
 def parse_gpu_health_xml(text: str) -> list[GpuHealth]:
     """Health fields of every GPU in `nvidia-smi -q -x` (also the `-d PERFORMANCE` form, which has fewer)."""
     source = "nvidia-smi -q -x"
-    body = re.sub(r"<!DOCTYPE[^>]*>", "", text, count=1)  # ElementTree does not fetch DTDs; drop the line
-    try:
-        root = ET.fromstring(body)
-    except ET.ParseError as error:
-        raise ParseError(source, f"not XML ({error})", text[:200]) from None
-    if root.tag != "nvidia_smi_log":
-        raise ParseError(source, f"root element is <{root.tag}>, not <nvidia_smi_log>", text[:200])
+    root = smi_xml_root(text, source)
     gpus = []
     for gpu in root.findall("gpu"):
         fields: dict[str, str] = {}
@@ -97,10 +91,7 @@ def parse_clocks_query(text: str) -> list[GpuHealth]:
     (`clocks_event_reasons/clocks_event_reason_hw_slowdown`), so both samples are judged and quoted alike."""
     source = "nvidia-smi --query-gpu=clocks_event_reasons"
     gpus = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        cells = [c.strip() for c in line.split(",")]
+    for line, cells in csv_cells(text):
         if len(cells) != len(CLOCKS_QUERY_FIELDS):
             raise ParseError(source, f"expected {len(CLOCKS_QUERY_FIELDS)} columns, got {len(cells)}", line)
         fields = {f"clocks_event_reasons/clocks_event_reason_{reason}": value

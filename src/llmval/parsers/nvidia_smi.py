@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..core.errors import ParseError
@@ -84,6 +85,26 @@ def _mib(value: str, source: str) -> int | None:
     return int(match["n"])
 
 
+def csv_cells(text: str, maxsplit: int = -1) -> Iterator[tuple[str, list[str]]]:
+    """(line, its cells stripped) for every non-blank line of an nvidia-smi `--format=csv,noheader` answer; with
+    `maxsplit`, the last cell keeps its commas (a process name)."""
+    for line in text.splitlines():
+        if line.strip():
+            yield line, [cell.strip() for cell in line.split(",", maxsplit)]
+
+
+def smi_xml_root(text: str, source: str) -> ET.Element:
+    """The `<nvidia_smi_log>` element of an `nvidia-smi -q -x` answer; ParseError naming `source` otherwise."""
+    body = re.sub(r"<!DOCTYPE[^>]*>", "", text, count=1)  # ElementTree does not fetch DTDs; drop the line
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as error:
+        raise ParseError(source, f"not XML ({error})", text[:200]) from None
+    if root.tag != "nvidia_smi_log":
+        raise ParseError(source, f"root element is <{root.tag}>, not <nvidia_smi_log>", text[:200])
+    return root
+
+
 def parse_nvidia_smi_query(text: str, fields: tuple[str, ...] = GPU_QUERY_FIELDS) -> list[GpuInfo]:
     """Rows of `nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits`.
 
@@ -98,12 +119,9 @@ def parse_nvidia_smi_query(text: str, fields: tuple[str, ...] = GPU_QUERY_FIELDS
     if missing := required - set(fields):
         raise ParseError(source, f"query lacks fields {sorted(missing)}")
     gpus = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
+    for line, cells in csv_cells(text):
         if line.startswith(("NVIDIA-SMI has failed", "No devices were found")):
             raise ParseError(source, "nvidia-smi cannot talk to the driver", line)
-        cells = [c.strip() for c in line.split(",")]
         if len(cells) > len(fields):  # a name with commas: give the surplus back to it
             at, extra = fields.index("name"), len(cells) - len(fields)
             cells[at:at + extra + 1] = [", ".join(cells[at:at + extra + 1])]
@@ -137,13 +155,7 @@ def _text(node: ET.Element, path: str) -> str | None:
 def parse_nvidia_smi_xml(text: str) -> SmiLog:
     """`nvidia-smi -q -x`: driver and CUDA version, and per GPU its bus id, minor number and processes."""
     source = "nvidia-smi -q -x"
-    body = re.sub(r"<!DOCTYPE[^>]*>", "", text, count=1)  # ElementTree does not fetch DTDs; drop the line
-    try:
-        root = ET.fromstring(body)
-    except ET.ParseError as error:
-        raise ParseError(source, f"not XML ({error})", text[:200]) from None
-    if root.tag != "nvidia_smi_log":
-        raise ParseError(source, f"root element is <{root.tag}>, not <nvidia_smi_log>", text[:200])
+    root = smi_xml_root(text, source)
     driver = _text(root, "driver_version")
     if not driver:
         raise ParseError(source, "no <driver_version>", text[:200])

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import ParseError
+from .nvidia_smi import csv_cells
 
 FUSER_ROW_RE = re.compile(r"^(?:(?P<file>/\S+):)?\s+(?P<user>\S+)\s+(?P<pid>\d+)\s+(?P<access>[Fframce.]+)\s+"
                           r"(?P<command>.+)$")
@@ -117,10 +118,9 @@ def parse_compute_apps(text: str) -> list[ComputeApp]:
     """`--query-compute-apps=pid,used_memory,gpu_uuid,process_name --format=csv,noheader,nounits` rows
     (`713, 1634, GPU-f0ec..., python3`; the name is last, so a comma inside it cannot shift the others)."""
     apps = []
-    for line in text.splitlines():
-        if not line.strip() or line.strip().startswith("No running"):
+    for line, cells in csv_cells(text, maxsplit=3):
+        if line.strip().startswith("No running"):
             continue
-        cells = [c.strip() for c in line.split(",", 3)]
         if len(cells) != 4 or not cells[0].isdigit():
             raise ParseError("nvidia-smi --query-compute-apps", "expected `pid, used_memory, gpu_uuid, name`", line)
         used = cells[1].removesuffix("MiB").strip()
