@@ -1,11 +1,13 @@
 # Two entry points (see README "Quick start"):
 #   make smoke     set everything up, then bring the local engine up, run the smoke contract, tear it down
 #   make selftest  set everything up, then run the suite's own tests (what CI runs)
+# While you work: `make check`, the fast tier of the self-tests (no engine, no Python child, no namespaces, nothing
+# slow; docs/ci.md "Self-tests by cost"). CI still runs everything.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup engine smoke nightly selftest lint schema
+.PHONY: setup engine smoke nightly selftest check lint schema
 
 $(VENV)/.ready: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +29,10 @@ nightly: setup
 selftest: setup
 	$(VENV)/bin/lint-imports   # the layers of pyproject.toml [tool.importlinter]
 	$(PY) -m pytest selftest
+
+FAST := not (engine or subprocess or netns or slow)
+check: $(VENV)/.ready
+	$(PY) -m pytest selftest -q -m "$(FAST)"
 
 lint: $(VENV)/.ready
 	$(VENV)/bin/ruff check src fixtures tests selftest scripts

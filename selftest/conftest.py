@@ -1,78 +1,62 @@
-"""Self-tests of the suite: no GPU, no network beyond loopback. Hypothesis profiles live here."""
+"""Self-tests of the suite: no GPU, no network beyond loopback. Here: the Hypothesis profiles, the cost markers
+(how a test is tiered, and the check that keeps the fast tier fast) and the fixtures that hold the real local
+engine. Helpers and fakes live in modules of their own (selftest/README.md)."""
 
+import fcntl
 import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from selftest.engine import ENGINE_LOCK, SELFTEST_ENGINE_PORT, engine_inventory, launched, require_engine_venv
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
-# --- the real local engine, for self-tests marked `engine` -------------------------------------------------
-import contextlib  # noqa: E402
-import fcntl  # noqa: E402
-import tomllib  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-import tomli_w  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-ENGINE_PYTHON = ROOT / ".venv-engine" / "bin" / "python"
-SELFTEST_ENGINE_PORT = 8341
-ENGINE_LOCK = Path("/tmp/llmval-engine.lock")
+# --- cost tiers: `make check` runs what is marked with none of these (pyproject.toml registers them) -----------
+COSTLY = ("engine", "subprocess", "netns", "slow")
+# a child that starts a Python interpreter (and imports pytest, llmval, ...) costs a second or more on this box
+PYTHON_CHILDREN = re.compile(r"(^|/)(python[\d.]*|pytest|llmval|make|vllm|mkdocs)$")
 
 
-def engine_inventory(folder: Path, port: int, **endpoint_changes) -> Path:
-    """inventories/local.toml moved to `port` (launch command included), with endpoint changes applied."""
-    document = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
-    endpoint = document["endpoints"][0]
-    endpoint["base_url"] = f"http://127.0.0.1:{port}"
-    # the engine's log, where live_engine's launch writes it (no --reports of a test run knows it)
-    endpoint["logs"] = f"file:{folder / 'launch' / 'start-vllm-cpu.log'}"
-    endpoint.update(endpoint_changes)
-    for step in document["launch"]["start"]:
-        step["run"] = step["run"].replace("--port 8321", f"--port {port}")
-        for key in ("VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME"):
-            if key in step.get("env", {}):
-                step["env"][key] = str(ROOT / step["env"][key])
-        step["run"] = step["run"].replace(".venv-engine/", f"{ROOT}/.venv-engine/").replace(
-            "--model .cache/", f"--model {ROOT}/.cache/")
-    for host in document["hosts"]:
-        for model_file in host.get("model_files", []):
-            model_file["path"] = str(ROOT / model_file["path"])
-    path = folder / f"local-{port}.toml"
-    path.write_text(tomli_w.dumps(document))
-    return path
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """A test that takes `pytester` runs pytest in a child process here (every one does: `pytester.run` of
+    `python -m pytest`), so it is marked `subprocess` without saying so itself; before -m deselects."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("subprocess"):
+            item.add_marker(pytest.mark.subprocess)
 
 
-def require_engine_venv(what: str = "the local engine") -> Path:
-    """The engine's venv python; without it the test fails in CI (where set-up installs it) and skips elsewhere."""
-    if not ENGINE_PYTHON.exists():
-        message = f"{what} is not set up ({ENGINE_PYTHON} missing): run scripts/setup_local_engine.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return ENGINE_PYTHON
-
-
-@contextlib.contextmanager
-def launched(path: Path, folder: Path):
-    """The stack of the inventory at `path` launched (its logs under `folder/launch`), stopped on exit."""
-    from llmval.inventory import load_inventory
-    from llmval.io.transport import connect
-    from llmval.launch import Stack
-
-    inventory = load_inventory(path)
-    stack = Stack(inventory, lambda name: connect(inventory.host(name)), folder / "launch", say=lambda _: None)
-    try:
-        stack.launch()
+@pytest.fixture(autouse=True)
+def _python_children_are_marked(request, monkeypatch):
+    """A test with no cost marker that starts a Python child fails, naming the marker it needs: the fast tier
+    (`make check`) stays fast because nothing slow can hide in it."""
+    if any(request.node.get_closest_marker(name) for name in COSTLY):
         yield
-    finally:
-        stack.stop()
+        return
+    original = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **kwargs):
+        argv = [args] if isinstance(args, str | bytes | Path) else list(args)
+        program = str(kwargs.get("executable") or (argv[0] if argv else ""))
+        if PYTHON_CHILDREN.search(program) or program == sys.executable:
+            pytest.fail(f"{request.node.nodeid} starts a Python child ({' '.join(map(str, argv))[:200]}): mark it "
+                        f"@pytest.mark.subprocess (or engine / netns / slow), so `make check` leaves it to CI",
+                        pytrace=False)
+        original(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+    yield
 
 
+# --- the real local engine, for self-tests marked `engine` (its helpers: selftest/engine.py) -------------------
 @pytest.fixture(scope="session")
 def engine_lock():
     """Holds the machine-wide lock that allows one extra engine at a time."""

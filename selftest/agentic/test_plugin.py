@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from selftest.plugin.test_options import run_contract
+from selftest.contract import run_contract
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]

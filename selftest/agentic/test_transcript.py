@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from hypothesis import example, given, note
 from hypothesis import strategies as st
 
@@ -66,6 +67,7 @@ def test_every_prior_call_is_answered_by_its_tool_result(seed, kind):
     assert all(isinstance(m["content"], str) for m in messages)  # plain templates concatenate content
 
 
+@pytest.mark.subprocess
 def test_same_seed_gives_byte_identical_messages_in_a_fresh_process():
     code = ("import json; from llmval.agentic.transcript import build_transcript as b; "
             "print(json.dumps([b(11, k, 0.3, 25).messages(20) for k in ('config', 'signature', 'error_code')]))")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from llmval.bench import Schedule, source_process
 from llmval.load import Workload, vllm_offsets
 from llmval.load._parallel import _split, auto_workers, run_load_parallel
@@ -16,6 +18,7 @@ def test_workers_follow_the_concurrency_and_leave_half_the_cores_to_the_engine()
     assert auto_workers(256, cores=2) == 1 and auto_workers(256, cores=1) == 1
 
 
+@pytest.mark.subprocess
 def test_two_workers_send_every_measured_request_once_and_merge_them():
     schedule = Schedule(ttft_s=0.0, interval_s=0.005, tokens_per_chunk=2, output_len=5)
     workload = Workload(model="m", input_len=4, output_len=5, concurrency=3, num_requests=5, warmup_requests=2)
@@ -29,6 +32,7 @@ def test_two_workers_send_every_measured_request_once_and_merge_them():
     assert len(cpu.workers) == 2 and cpu.total_s >= 0 and cpu.as_json()["workers"] == 2
 
 
+@pytest.mark.subprocess
 def test_an_open_loop_run_over_workers_sends_on_the_one_schedule():
     schedule = Schedule(ttft_s=0.0, interval_s=0.002, tokens_per_chunk=1, output_len=3)
     workload = Workload(model="m", input_len=4, output_len=3, concurrency=64, num_requests=40, warmup_requests=2,

@@ -16,7 +16,7 @@ import pytest
 
 from llmval.bench._source import Schedule
 
-from ..conftest import ROOT, require_engine_venv
+from ..engine import ROOT, require_engine_venv
 
 
 @pytest.fixture
@@ -24,6 +24,7 @@ def vllm_python():
     return require_engine_venv("`vllm bench serve`")
 
 
+@pytest.mark.subprocess
 def test_both_tools_are_judged_against_the_sources_truth(vllm_python, tmp_path):
     like = tmp_path / "engine-summary.json"  # an engine's rows at these points (made up for the test)
 

@@ -102,6 +102,7 @@ def test_chat_non_streaming_models_and_schedule_endpoints():
     assert bad.status_code == 400 and missing.status_code == 404
 
 
+@pytest.mark.subprocess
 def test_source_in_its_own_process_serves_until_stopped():
     from llmval.bench import source_process
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -39,17 +38,37 @@ INSTALLED_AS = {"llmval.contract_tests": "tests", "llmval.pytest_plugin": "fixtu
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
+    """The site built in this process, as `mkdocs build --strict` builds it (a warning aborts the build)."""
     if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
         message = "mkdocs or mkdocs-material is not installed: `.venv/bin/pip install -e '.[dev]'` (make setup does)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import Abort
+
     out = tmp_path_factory.mktemp("site")
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f",
-                            str(ROOT / "mkdocs.yml"), "-d", str(out)], cwd=ROOT, capture_output=True, text=True,
-                           timeout=120, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    assert built.returncode == 0, f"mkdocs build --strict failed:\n{built.stdout}{built.stderr}"
+    said = _Said()
+    logging.getLogger("mkdocs").addHandler(said)
+    try:
+        build(load_config(str(ROOT / "mkdocs.yml"), strict=True, site_dir=str(out)))
+    except Abort as aborted:
+        pytest.fail(f"mkdocs build --strict: {aborted}\n" + "\n".join(said.lines))
+    finally:
+        logging.getLogger("mkdocs").removeHandler(said)
     return out
+
+
+class _Said(logging.Handler):
+    """What mkdocs warned about, for the failure message."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname}: {record.getMessage()}")
 
 
 def _anchors(site: Path, page: str) -> set[str]:

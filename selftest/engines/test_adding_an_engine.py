@@ -12,8 +12,11 @@ from __future__ import annotations
 import shlex
 import sys
 
+import pytest
+
 from selftest.walkthrough import copy_repo, documented_steps, make_in, pytest_in, run_in, snapshot, touched
 
+pytestmark = pytest.mark.subprocess  # a copy of the repository, and CI's self-tests run on it
 GENERATED = {"inventories/inventory.schema.json"}
 SCHEMA_TEST = "selftest/inventory/test_inventory.py::test_committed_json_schema_is_current"
 

@@ -83,6 +83,7 @@ def _vllm_metrics(request: httpx.Request) -> httpx.Response:
     return httpx.Response(404)
 
 
+@pytest.mark.slow
 def test_startup_facts_survive_200k_periodic_lines(tmp_path):
     """REAL vLLM 0.32.0 startup log + 200,000 periodic lines of both engines: local.toml's engine-flag and KV checks
     still hold (before issue 13 the last 3000 matching lines were all periodic ones)."""
@@ -105,6 +106,7 @@ def test_startup_facts_survive_200k_periodic_lines(tmp_path):
     assert vllm.executor_backend().value == "uni" and vllm.speculative()["algorithm"].value is None
 
 
+@pytest.mark.slow
 def test_sglang_startup_facts_survive_200k_decode_lines(tmp_path):
     log = tmp_path / "sglang.log"
     log.write_text(fake_sglang.startup_log("healthy") + _periodic(PERIODIC_COUNT))

@@ -20,8 +20,11 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from selftest.strategies import ROOT
 
+pytestmark = pytest.mark.subprocess  # a copy of the repository, and the contract run on it
 COPIED = ("src", "fixtures", "tests", "conftest.py", "pyproject.toml")
 KIND = '''"""OFFLINE STAND-IN grid kind (the walk-through's): a cell recalls when its length is at most 2048 tokens."""
 

@@ -57,6 +57,7 @@ def _fact(adapter, name: str):
     return value() if callable(value) else value
 
 
+@pytest.mark.slow
 @settings(max_examples=IN_PROCESS_EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
@@ -98,6 +99,7 @@ def _crashes(document: dict) -> list[tuple[str, str, str]]:
     return bad
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("seed", CONTRACT_SEEDS)
 def test_the_smoke_contract_against_a_hostile_server_ends_typed_bounded_and_clean(tmp_path, seed):
     routes, said = fuzzed_routes(random.Random(seed), KEY)

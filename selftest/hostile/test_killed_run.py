@@ -18,6 +18,7 @@ import pytest
 
 from selftest.strategies import ROOT
 
+pytestmark = pytest.mark.subprocess  # the contract run in a child, then signalled
 INVENTORY = ROOT / "selftest" / "data" / "inventories" / "report-blockers.toml"
 GREEN = '''
 def test_holds(expect):

@@ -42,6 +42,7 @@ def test_a_perf_sweep_that_cannot_end_is_refused_at_load(tmp_path, values, named
     assert "Traceback" not in out.getvalue()
 
 
+@pytest.mark.slow
 def test_a_streamed_load_request_ends_at_the_request_timeout_however_slowly_it_trickles():
     from llmval.io.http import make_async_client
     from llmval.load._request import stream_completion

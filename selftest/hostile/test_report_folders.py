@@ -20,6 +20,7 @@ import pytest
 
 from selftest.strategies import ROOT
 
+pytestmark = pytest.mark.netns  # read-only and full tmpfs in private mount namespaces
 INVENTORY = ROOT / "selftest" / "data" / "inventories" / "report-blockers.toml"
 PLANTED = '''
 import os, pathlib

@@ -30,6 +30,7 @@ def _outcomes(run) -> dict[str, tuple[str, str]]:
 
 # ---- 23.1 secrets through a cut -------------------------------------------------------------------------------
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("pad", [261, 120, 0])
 def test_a_key_echoed_in_a_401_body_reaches_no_file_and_no_terminal_line(tmp_path, pad):
     """The 401 body holds the key after `pad` characters: at 261, the old `text[:300]` cut left 39 of its 40."""
@@ -44,6 +45,7 @@ def test_a_key_echoed_in_a_401_body_reaches_no_file_and_no_terminal_line(tmp_pat
     assert not leaks(run.everything(), KEY)
 
 
+@pytest.mark.subprocess
 def test_a_key_shorter_than_8_characters_is_refused_at_load_naming_the_key(tmp_path):
     with HostileServer() as server:
         run = run_contract(server, tmp_path, endpoint={"api_key_env": API_KEY_ENV}, env={API_KEY_ENV: "abc"})
@@ -56,6 +58,7 @@ def test_a_key_shorter_than_8_characters_is_refused_at_load_naming_the_key(tmp_p
 
 # ---- 23.2 a trickling server ----------------------------------------------------------------------------------
 
+@pytest.mark.subprocess
 def test_a_health_answer_trickling_one_byte_a_second_is_named_hung_within_the_health_timeout(tmp_path):
     """request_timeout_s = 600 and health_timeout_s = 3: /health sends its headers, then a byte a second."""
     with HostileServer({"/health": trickle(b"x" * 100, every_s=1.0)}) as server:
@@ -69,6 +72,7 @@ def test_a_health_answer_trickling_one_byte_a_second_is_named_hung_within_the_he
     assert tests_s < 20, f"the serving tests took {tests_s:.1f} s"
 
 
+@pytest.mark.subprocess
 def test_models_trickling_one_byte_a_second_ends_at_the_request_timeout(tmp_path):
     body = json.dumps({"object": "list", "data": [{"id": "smollm2", "owned_by": "vllm"}]}).encode()
     with HostileServer({"/v1/models": trickle(body, every_s=1.0)}) as server:
@@ -80,6 +84,7 @@ def test_models_trickling_one_byte_a_second_ends_at_the_request_timeout(tmp_path
     assert tests_s < 30, f"the serving tests took {tests_s:.1f} s"
 
 
+@pytest.mark.slow
 def test_an_event_stream_of_one_event_a_second_ends_at_the_request_timeout():
     """The streamed chat (tool calls, reasoning, agentic grids): request_timeout_s = 3, an event a second."""
     import time
@@ -116,6 +121,7 @@ MALFORMED = {
 }
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("shape", sorted(MALFORMED))
 def test_a_malformed_answer_is_could_not_check_naming_the_shape(tmp_path, shape):
     routes, test, named = MALFORMED[shape]
@@ -143,6 +149,7 @@ def _huge(total: int, chunk: bytes = b" " * 2**20):
     return route
 
 
+@pytest.mark.subprocess
 def test_a_200_mb_models_body_is_refused_past_the_cap_without_the_memory(tmp_path):
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     with HostileServer({"/v1/models": _huge(200 * 2**20)}) as server:

@@ -20,10 +20,14 @@ import json
 import shlex
 import sys
 
+import pytest
+
 from selftest.strategies import ROOT
 from selftest.walkthrough import Step, copy_repo, documented_steps, make_in, pytest_in, run_in, snapshot, touched
 
 from ._contract import INVENTORIES, REPLAYS
+
+pytestmark = pytest.mark.subprocess  # a copy of the repository, and CI's self-tests run on it
 
 FIELD_ANCHOR = "    count: int = Field(ge=0, le=1024)\n"
 GENERATED = {"inventories/inventory.schema.json"}

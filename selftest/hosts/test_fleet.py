@@ -72,7 +72,7 @@ def test_gpu_memory_and_ports_are_read_ahead_only_where_gpu_holders_were_found(t
     gets both read ahead, one command each."""
     from llmval.io.recording import Replay
 
-    from .test_zombie import APPS, FUSER_ZOMBIE, INVENTORY, LISTEN_CLOSED, _replay
+    from .zombie_answers import APPS, FUSER_ZOMBIE, INVENTORY, LISTEN_CLOSED, write_replay
 
     assert FACTS["gpu_apps"].ahead_if is not None and FACTS["listening_ports"].ahead_if is not None
     inventory = load_inventory(make_standins(tmp_path, ["a", "b"]))
@@ -91,7 +91,7 @@ def test_gpu_memory_and_ports_are_read_ahead_only_where_gpu_holders_were_found(t
     answers = {COMMANDS["uname"].render(): "Linux h200 6.8.0 #1 SMP x86_64 GNU/Linux\n",
                COMMANDS["gpu-holders"].render(): FUSER_ZOMBIE, COMMANDS["gpu-apps"].render(): APPS,
                COMMANDS["tcp-listening"].render(): LISTEN_CLOSED}
-    _replay(tmp_path / "rec", answers)
+    write_replay(tmp_path / "rec", answers)
     connection = connect(zombie.hosts[0], replay=Replay(tmp_path / "rec"))
     sent: list[str] = []
     run = connection.run

@@ -66,6 +66,7 @@ def test_parallel_run_with_xdist_auto_matches_a_serial_run(pytester, tmp_path):
     assert sum(o == "passed" for o, _ in parallel.values()) >= 3 * 8
 
 
+@pytest.mark.slow
 def test_connection_timeout_kills_the_whole_process_group(tmp_path):
     marker = tmp_path / "still-running"
     connection = connect(HostSpec(name="me", platform="p", timeout_s=1))

@@ -29,7 +29,7 @@ SMI = ("#!/bin/sh\ncase \"$*\" in\n  *--query-gpu=*) cat {csv} ;;\n  \"-q -x\") 
        "  *) exit 2 ;;\nesac\n").format(csv=shlex.quote(str(REAL / "nvidia-smi-query-short.csv")),
                                        xml=shlex.quote(str(REAL / "nvidia-smi-q.xml")))
 
-pytestmark = pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))
+pytestmark = [pytest.mark.netns, pytest.mark.skipif(netns.available() is not None, reason=str(netns.available()))]
 
 
 def _tool(folder: Path, name: str, text: str) -> None:

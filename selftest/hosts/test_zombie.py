@@ -1,13 +1,6 @@
 """Issue 21.1/21.2: GPU holders named as the kernel prints them, and the zombie worker of the seeds as one verdict.
 
-The answers below are REAL-SHAPED, not recorded: the fuser table is the real H200 capture's
-(selftest/data/real/h200x2/fuser-v-dev-nvidia.txt: `/dev/nvidia0:        root        713 F...m python3`) with
-vLLM's processes in it; `VLLM::EngineCor` is what the kernel keeps of vLLM's `VLLM::EngineCore` title (15
-characters, `setproctitle`); the compute-app rows are nvidia-smi's `csv,noheader,nounits` (the real capture:
-`713, python3, 1634, GPU-f0ec...`) in the suite's field order (name last); /proc/net/tcp rows are the kernel's
-`local_address` and `uid` columns (`00000000:1F40` is 0.0.0.0:8000). The GPU UUID is the real H200's.
-The zombie is the one the issue reports: `kill -9` of the API server left `VLLM::EngineCore` with PPID 1 and
-44 GiB of GPU memory.
+The answers (zombie_answers.py) are REAL-SHAPED, not recorded: that module says what each is shaped after.
 """
 
 from __future__ import annotations
@@ -28,29 +21,23 @@ from llmval.io.transport import connect
 from llmval.parsers.procs import ComputeApp, parse_compute_apps, parse_fuser_verbose, parse_ps_rows
 
 from ._contract import run_hosts
+from .zombie_answers import (
+    ALLOWED,
+    API,
+    APPS,
+    FUSER_HEALTHY,
+    FUSER_ZOMBIE,
+    INVENTORY,
+    LISTEN_CLOSED,
+    LISTEN_HEALTHY,
+    PS_API,
+    PS_ENGINE_HEALTHY,
+    PS_ENGINE_ORPHAN,
+    UUID,
+    write_replay,
+)
 
 pytest_plugins = ["pytester"]
-
-UUID = "GPU-f0ecef23-efd0-da82-6386-a8d2dc688daf"  # the real H200's GPU 0 (selftest/data/real/h200x2)
-API = "python3 -m vllm.entrypoints.openai.api_server --model /tmp/model --served-model-name smollm2 --port 8000"
-FUSER_HEALTHY = """                     USER        PID ACCESS COMMAND
-/dev/nvidia0:        root       4242 F...m VLLM::EngineCor
-/dev/nvidiactl:      root       4101 F.... python3
-                     root       4242 F...m VLLM::EngineCor
-/dev/nvidia-uvm:     root       4242 F...m VLLM::EngineCor
-"""
-FUSER_ZOMBIE = """                     USER        PID ACCESS COMMAND
-/dev/nvidia0:        root       4242 F...m VLLM::EngineCor
-/dev/nvidiactl:      root       4242 F...m VLLM::EngineCor
-/dev/nvidia-uvm:     root       4242 F...m VLLM::EngineCor
-"""
-APPS = f"4242, 45056, {UUID}, VLLM::EngineCore\n"
-PS_ENGINE_HEALTHY = "   4242    4101     133 VLLM::EngineCore\n"
-PS_ENGINE_ORPHAN = "   4242       1     207 VLLM::EngineCore\n"
-PS_API = f"   4101       1     151 {API}\n"
-LISTEN_HEALTHY = "00000000:1F40 0\n00000000:0016 0\n"
-LISTEN_CLOSED = "00000000:0016 0\n"
-ALLOWED = ["VLLM::EngineCore", "python3 -m vllm.entrypoints.openai.api_server"]
 
 
 def test_engine_core_is_allowed_by_the_name_owners_write_and_the_verdict_says_which_matched():
@@ -121,6 +108,7 @@ def test_a_holder_nvidia_smi_does_not_account_says_so():
     assert Holder(4242, "x").memory() == "GPU memory: nvidia-smi lists no compute app with this pid"
 
 
+@pytest.mark.subprocess
 def test_the_process_facts_read_this_machine_for_real(tmp_path):
     """The declared commands, live: a real listener on a free port, its pid from fuser, its row and parents."""
     with socket.socket() as probe:
@@ -145,37 +133,6 @@ def test_the_process_facts_read_this_machine_for_real(tmp_path):
     assert HostFacts(connect(HostSpec(name="me", platform="p"))).port_pids(port) == []
 
 
-def _replay(folder, answers: dict[str, str]) -> None:
-    folder.mkdir()
-    lines = [{"host": "h200", "command": command, "rc": 0 if stdout or "fuser -n" not in command else 1,
-              "stdout": stdout, "stderr": "", "duration_s": 0.01, "timed_out": False}
-             for command, stdout in answers.items()]
-    (folder / "commands-1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-
-
-INVENTORY = """[deployment]
-name = "zombie-selftest"
-
-[[hosts]]
-name = "h200"
-platform = "h200"
-transport = { kind = "local" }
-
-[hosts.gpu_processes]
-stack = "up"
-allowed = ["VLLM::EngineCore", "python3 -m vllm.entrypoints.openai.api_server"]
-cleanup_hint = "zombie workers: `kill <pid>` of the orphaned VLLM::EngineCore before restarting vLLM"
-
-[[endpoints]]
-name = "h200-vllm"
-platform = "h200"
-base_url = "http://127.0.0.1:8000"
-engine = "vllm"
-model = "smollm2"
-host = "h200"
-"""
-
-
 @pytest.mark.parametrize("case", ["healthy", "zombie"])
 def test_the_host_contract_names_the_zombie_and_folds_the_stray_check_under_it(pytester, case):
     """REAL-SHAPED answers (module docstring) replayed through tests/hosts: healthy passes (the engine allowed by
@@ -189,7 +146,7 @@ def test_the_host_contract_names_the_zombie_and_folds_the_stray_check_under_it(p
         answers[PORT_PIDS.render(port=8000)] = " 4101\n"
     else:
         answers[PROCESS_ROWS.render(pids="4242")] = PS_ENGINE_ORPHAN
-    _replay(pytester.path / "rec", answers)
+    write_replay(pytester.path / "rec", answers)
     (pytester.path / "inv.toml").write_text(INVENTORY)
     result, outcomes = run_hosts(pytester, "--inventory", str(pytester.path / "inv.toml"), "--replay",
                                  str(pytester.path / "rec"), "-p", "no:xdist")

@@ -10,17 +10,16 @@ the same files) and every accepted inventory collects.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import random
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, note
 
-from llmval.__main__ import main as llmval_main
+from selftest.inventory.check import check_inventory
 from selftest.strategies import FUZZ_CANARY, ROOT, fuzzed_inventories, fuzzed_inventory_bytes
 
 COLLECT_SAMPLE_SEEDS = range(40)
@@ -35,14 +34,6 @@ for path in paths:
                         root + "/pyproject.toml", "--reports", reports, "--inventory=" + path, root + "/tests"])
     print("LLMVAL-FUZZ-RC", int(code), path, flush=True)
 """
-
-
-def check_inventory(path: Path) -> tuple[int, str]:
-    """`python -m llmval check-inventory PATH`, in-process: (exit code, stdout + stderr)."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        code = llmval_main(["check-inventory", str(path)])
-    return code, out.getvalue()
 
 
 def _assert_refusal_is_readable(path: Path, output: str) -> None:
@@ -66,6 +57,7 @@ def test_fuzzed_inventory_is_refused_with_exit_4_or_accepted(tmp_path_factory, r
     assert not Path(FUZZ_CANARY).exists()
 
 
+@pytest.mark.subprocess
 def test_pytest_agrees_with_check_inventory_and_accepted_inventories_collect(tmp_path):
     verdicts: dict[Path, int] = {}
     for seed in COLLECT_SAMPLE_SEEDS:

@@ -8,7 +8,7 @@ bytes a token in the prompt and 1.41 JSON-escaped in the answer; the rule allows
 
 from __future__ import annotations
 
-from selftest.inventory.test_fuzz import check_inventory
+from selftest.inventory.check import check_inventory
 from selftest.strategies import ROOT
 
 LOCAL = (ROOT / "inventories" / "local.toml").read_text()

@@ -12,6 +12,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from llmval.inventory import load_inventory
 from llmval.io.transport import connect
 from llmval.launch import Stack
@@ -44,6 +46,7 @@ def _stand_in_tools(folder: Path) -> Path:
     return bin_dir
 
 
+@pytest.mark.slow
 def test_kpro6_commands_arrive_at_the_node_and_in_ct129_exactly_so(tmp_path, monkeypatch):
     state = tmp_path / "state"
     state.mkdir()

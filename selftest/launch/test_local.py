@@ -51,6 +51,7 @@ def test_stub_engine_comes_up_and_teardown_leaves_nothing(tmp_path):
     assert "disarmed: the suite tore the launch down itself" in stack.watchdog.log_path.read_text()
 
 
+@pytest.mark.slow
 def test_teardown_kills_a_child_that_left_the_process_group(tmp_path):
     stack = _stack("server", tmp_path, run=f"exec .venv/bin/python -u selftest/launch/stub_server.py {STUB_PORT} "
                                            "--orphan --ignore-term")
@@ -63,6 +64,7 @@ def test_teardown_kills_a_child_that_left_the_process_group(tmp_path):
     assert_nothing_left(stack.launch_id, stack.processes[0].pid, STUB_PORT)
 
 
+@pytest.mark.slow
 def test_engine_that_prints_then_goes_silent_is_hung_within_the_window(tmp_path):
     stack = _stack("hang", tmp_path)
     window = stack.spec.ready.no_progress_s
@@ -109,6 +111,7 @@ def _contract_run(tmp_path: Path, inventory: Path, *extra: str) -> list[str]:
             "-p", "no:xdist", "-q", "-o", "addopts=-p no:cacheprovider -p no:pytest11.testinfra"]
 
 
+@pytest.mark.subprocess
 def test_launch_option_runs_the_contract_and_tears_down(tmp_path):
     done = subprocess.run(_contract_run(tmp_path, INVENTORIES / "launch-stub-server.toml"), cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
@@ -119,6 +122,7 @@ def test_launch_option_runs_the_contract_and_tears_down(tmp_path):
     assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
 
 
+@pytest.mark.subprocess
 def test_launch_failure_is_one_clear_error_and_still_tears_down(tmp_path):
     done = subprocess.run(_contract_run(tmp_path, INVENTORIES / "launch-stub-hang.toml"), cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
@@ -128,6 +132,7 @@ def test_launch_failure_is_one_clear_error_and_still_tears_down(tmp_path):
     assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_killing_the_run_mid_test_still_tears_down(tmp_path, sig):
     args = _contract_run(tmp_path, INVENTORIES / "launch-stub-server.toml",
@@ -177,6 +182,7 @@ def test_sigkilled_run_leaves_nothing_of_its_launch(tmp_path, engine, record_pro
     print(f"\n{engine}: nothing of the launch left {took} s after SIGKILL of pytest; watchdog log:\n{log}")
 
 
+@pytest.mark.subprocess
 def test_sigterm_during_launch_still_tears_down(tmp_path):
     inventory = INVENTORIES / "launch-stub-server.toml"
     text = inventory.read_text().replace("stub_server.py 8337", "stub_server.py 8337 --start-delay 60")
@@ -200,6 +206,7 @@ def test_sigterm_during_launch_still_tears_down(tmp_path):
     assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
 
 
+@pytest.mark.subprocess
 def test_engine_left_over_by_a_killed_run_is_named_with_the_fix(tmp_path):
     old = subprocess.Popen([sys.executable, "-u", "selftest/launch/stub_server.py", str(STUB_PORT), "--start-delay",
                             "0"], cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,

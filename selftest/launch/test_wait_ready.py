@@ -12,7 +12,7 @@ import httpx
 
 from llmval.core.errors import HostError
 from llmval.launch import Observation, ReadyTarget, Watch, endpoint_probe, wait_all_ready
-from selftest.plugin.test_options import run_contract
+from selftest.contract import run_contract
 
 pytest_plugins = ["pytester"]
 

@@ -31,8 +31,8 @@ from llmval.inventory import load_inventory
 from llmval.io.transport import connect
 from llmval.launch import Stack
 from llmval.load import BaselineStore, PerfSession
-from selftest.conftest import ENGINE_LOCK, engine_inventory
-from selftest.load.test_hostload import orphan_burners, stop
+from selftest.engine import ENGINE_LOCK, engine_inventory
+from selftest.load.burners import orphan_burners, stop
 
 PORT = 8351
 

@@ -1,5 +1,5 @@
 """A SYNTHESIZED vLLM-shaped server on loopback for perf-plugin self-tests without the engine: the MockTransport
-`FakeServer` of test_runner.py (one token per word, /tokenize, /detokenize, vLLM-named /metrics, streamed
+`FakeServer` of fakes.py (one token per word, /tokenize, /detokenize, vLLM-named /metrics, streamed
 /v1/completions) behind a real ThreadingHTTPServer, plus /v1/models and /version for the server identity.
 Not an engine: its timings mean nothing, only the plugin's wiring is under test."""
 
@@ -14,8 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
-from .fakes import FakeClock
-from .test_runner import FakeServer
+from .fakes import FakeClock, FakeServer
 
 
 @contextmanager

@@ -15,7 +15,7 @@ import tomli_w
 from selftest.strategies import ROOT
 
 from .fake_prefix_server import prefix_server
-from .test_perf_plugin import run_perf
+from .perf_runs import run_perf
 
 pytest_plugins = ["pytester"]
 

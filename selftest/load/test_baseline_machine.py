@@ -31,11 +31,10 @@ from llmval.load import (
 )
 from selftest.strategies import ROOT
 
-from .fakes import FakeClock
-from .test_calibrate import RELATIVE as LOCAL_RELATIVE
-from .test_runner import FakeServer
-from .test_session_hostload import SPEC as LOCAL_SPEC
-from .test_session_hostload import ScriptedProbe, session, window
+from .fakes import FakeClock, FakeServer
+from .sessions import RELATIVE as LOCAL_RELATIVE
+from .sessions import SPEC as LOCAL_SPEC
+from .sessions import ScriptedProbe, session, window
 
 # The default tolerance (kpro6's and the Sparks'), not local.toml's 0.40 that was set for runs under other jobs' load.
 RELATIVE = LOCAL_RELATIVE.model_copy(update={"baseline_tolerance": 0.10})
@@ -107,6 +106,7 @@ def test_a_baseline_from_both_cpus_is_scaled_for_the_one_cpu_machine_and_says_so
     assert check.baseline.metrics["decode_tok_s"] == decode.baseline
 
 
+@pytest.mark.slow
 def test_a_healthy_run_on_a_slower_machine_was_a_regression_unscaled_and_holds_scaled(tmp_path):
     store = BaselineStore(tmp_path / "baselines")
     then, identity = recorded("cpus0-1", 1)
@@ -207,6 +207,7 @@ def test_a_run_judged_on_a_busy_host_is_not_saved_as_a_baseline(tmp_path, others
     assert any(line.startswith("perf baseline not saved for local-vllm C=1: ") and why in line for line in said)
 
 
+@pytest.mark.slow
 def test_the_recorded_real_comparison_is_reproduced(tmp_path):
     """REAL-baseline-scaled-2026-12-01: baselines saved by the engine on both CPUs (calibration 68.17), compared by
     the engine pinned to CPU 0 (60.68) under local.toml's own section (tolerance 0.40): the same verdict text."""

@@ -8,14 +8,10 @@ import json
 
 import pytest
 
-from llmval.inventory import MachineScale
 from llmval.load import Calibration, ClientHostBusy, Gates, MachineNotCalibrated, calibrate, scale_gates
 
-from .fakes import FakeClock
-from .test_runner import FakeServer
-from .test_session_hostload import SPEC, ScriptedProbe, session
-
-RELATIVE = SPEC.model_copy(update={"machine": MachineScale(reference_steps_s=20.0, reference="SYNTHESIZED")})
+from .fakes import FakeClock, FakeServer
+from .sessions import RELATIVE, SPEC, ScriptedProbe, session
 
 
 def test_gates_scale_with_the_machine_throughputs_and_rates_times_latencies_divided():
@@ -43,6 +39,7 @@ def test_a_scaled_bound_says_its_declared_value_and_factor():
     assert absolute.basis == "absolute gates (the inventory's numbers)"
 
 
+@pytest.mark.subprocess
 def test_calibration_runs_pinned_to_the_cpus_it_is_given():
     """REAL: the decode-shaped GEMV loop in a child pinned to CPU 0 (one BLAS thread)."""
     result = calibrate({0}, seconds=0.3)

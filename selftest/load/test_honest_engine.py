@@ -20,10 +20,10 @@ import tomllib
 import pytest
 import tomli_w
 
-from selftest.conftest import engine_inventory, launched
+from selftest.engine import engine_inventory, launched
 from selftest.strategies import ROOT
 
-from .test_hostload import orphan_burners, stop
+from .burners import orphan_burners, stop
 
 pytestmark = pytest.mark.engine
 pytest_plugins = ["pytester"]

@@ -5,8 +5,6 @@ busy host (CPU burners that are not the suite's children) judged busy."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -22,6 +20,7 @@ from llmval.load._hostload import (
     parse_proc_stat_cpu,
     window_between,
 )
+from selftest.load.burners import orphan_burners, stop
 
 # REAL lines, read on this 2-core CI box on 2026-12-01 (`head -1 /proc/stat`, `cat /proc/pressure/cpu`).
 REAL_STAT = "cpu  1023117 51 159392 2554639 3402 0 1869 873 0 0\n"
@@ -127,22 +126,7 @@ def test_listener_of_the_endpoint_port_is_found_through_its_socket_inode(tmp_pat
     assert HostLoadProbe.for_endpoint("http://10.1.2.3:8000", proc=tmp_path).engine_note == "on another host"
 
 
-def orphan_burners(count: int) -> list[int]:
-    """`count` CPU-burning processes that are *not* this process's children (a shell starts them and exits), as
-    another user's jobs would be: their CPU is other processes', not the suite's."""
-    out = subprocess.run(["sh", "-c", " ".join([f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!;"]
-                                               * count)], capture_output=True, text=True, timeout=10, check=True)
-    return [int(pid) for pid in out.stdout.split()]
-
-
-def stop(pids: list[int]) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
-
-
+@pytest.mark.slow
 def test_a_host_kept_busy_by_cpu_burners_is_judged_busy():
     """REAL: two burners (one per CPU of this box) that the suite did not start; the probe sees them as others."""
     burners = orphan_burners(os.cpu_count() or 2)

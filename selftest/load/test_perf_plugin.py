@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import tomllib
 
 import pytest
@@ -12,17 +11,11 @@ import tomli_w
 
 from selftest.strategies import ROOT
 
+from .perf_runs import run_perf
 from .stub_perf_server import stub_perf_server
 
 pytest_plugins = ["pytester"]
 REPLAY = ROOT / "selftest" / "data" / "replays" / "SYNTHESIZED-kpro6-sglang-healthy"
-
-
-def run_perf(pytester: pytest.Pytester, *args: str, timeout: int = 120) -> pytest.RunResult:
-    pytester.chdir()
-    return pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-                        "-c", str(ROOT / "pyproject.toml"), "--reports", str(pytester.path / "reports"),
-                        str(ROOT / "tests" / "perf"), *args, timeout=timeout)
 
 
 # local.toml's gates that stay absolute numbers on the stub, whose numbers are not the local engine's

@@ -17,8 +17,7 @@ from llmval.engines import VllmAdapter
 from llmval.inventory import PerfSpec
 from llmval.load import RatePoint, RequestRecord, Slo, Workload, goodput, plot_sweep, poisson_offsets, run_load
 
-from .fakes import FakeClock
-from .test_runner import FakeServer
+from .fakes import FakeClock, FakeServer
 
 
 def _client(server: FakeServer) -> httpx.AsyncClient:

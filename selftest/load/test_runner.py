@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 import httpx
 import pytest
@@ -11,58 +10,7 @@ import pytest
 from llmval.engines import VllmAdapter
 from llmval.load import Workload, run_load
 
-from .fakes import FakeClock, TimedStream
-
-BOS = 1
-
-
-class FakeServer:
-    """/tokenize, /detokenize, /metrics and streaming /v1/completions; one token per word, BOS added."""
-
-    def __init__(self, clock: FakeClock, *, fail_every: int = 0, foreign_tokens: int = 0, tokens_per_chunk: int = 1):
-        self.clock = clock
-        self.fail_every = fail_every
-        self.foreign_tokens = foreign_tokens
-        self.tokens_per_chunk = tokens_per_chunk
-        self.generated = 0
-        self.completions: list[dict] = []
-        self.vocab: dict[str, int] = {}
-
-    def _ids(self, text: str) -> list[int]:
-        return [self.vocab.setdefault(w, len(self.vocab) + 10) for w in text.split()]
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        path = request.url.path
-        if path == "/metrics":
-            self.generated += self.foreign_tokens  # someone else's traffic between two scrapes
-            return httpx.Response(200, text=f'vllm:generation_tokens_total{{engine="0"}} {self.generated}\n'
-                                            'vllm:num_requests_running{engine="0"} 0\n'
-                                            'vllm:num_requests_waiting{engine="0"} 0\n'
-                                            'vllm:kv_cache_usage_perc{engine="0"} 0.25\n'
-                                            'vllm:num_preemptions_total{engine="0"} 0\n'
-                                            'vllm:prefix_cache_queries_total{engine="0"} 0\n'
-                                            'vllm:prefix_cache_hits_total{engine="0"} 0\n')
-        body = json.loads(request.content)
-        if path == "/tokenize":
-            ids = self._ids(body["prompt"])
-            return httpx.Response(200, json={"tokens": ([BOS] if body.get("add_special_tokens", True) else []) + ids})
-        if path == "/detokenize":
-            words = {v: k for k, v in self.vocab.items()}
-            return httpx.Response(200, json={"prompt": " ".join(words[t] for t in body["tokens"])})
-        assert path == "/v1/completions"
-        self.completions.append(body)
-        if self.fail_every and len(self.completions) % self.fail_every == 0:
-            return httpx.Response(500, json={"error": "boom"})
-        n = body["max_tokens"]
-        self.generated += n
-        start = self.clock.now
-        chunks = [(start + 0.05 + 0.01 * i, json.dumps({"choices": [{"text": " x", "index": 0}]}))
-                  for i in range(0, n, self.tokens_per_chunk)]
-        usage = {"choices": [], "usage": {"prompt_tokens": len(self._ids(body["prompt"])) + 1, "completion_tokens": n}}
-        events = [*chunks, (chunks[-1][0], json.dumps(usage)), (chunks[-1][0], "[DONE]")]
-        pieces = [(at, f"data: {data}\n\n".encode()) for at, data in events]
-        sse = {"content-type": "text/event-stream"}
-        return httpx.Response(200, headers=sse, stream=TimedStream(pieces, self.clock))
+from .fakes import FakeClock, FakeServer
 
 
 def _run(server: FakeServer, workload: Workload, nonce: str = "run1"):

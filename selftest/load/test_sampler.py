@@ -16,8 +16,7 @@ from llmval.engines.metrics import parse_metrics
 from llmval.load import Workload, run_load
 from llmval.load._sampler import MetricsSampler, build_samples, keep_lines
 
-from .fakes import FakeClock
-from .test_runner import FakeServer
+from .fakes import FakeClock, FakeServer
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "engines" / "REAL-vllm-0.32.0-cpu-metrics.txt"
 

@@ -16,8 +16,7 @@ from llmval.inventory import load_inventory
 from llmval.load import BaselineStore, OtherLoad, PerfSession, wait_idle
 from selftest.strategies import ROOT
 
-from .fakes import FakeClock
-from .test_runner import FakeServer
+from .fakes import FakeClock, FakeServer
 
 INVENTORY = load_inventory(ROOT / "inventories" / "local.toml")
 SPEC = INVENTORY.perf[0].model_copy(update={"machine": None})  # absolute: no calibration against a fake server

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
@@ -122,10 +123,12 @@ def _hashes_in_subprocess(hash_seed: str) -> dict[str, str]:
     return json.loads(out.stdout)
 
 
+@pytest.mark.subprocess
 def test_prompts_do_not_depend_on_the_process_hash_seed():
     assert _hashes_in_subprocess("1") == _hashes_in_subprocess("4242")
 
 
+@pytest.mark.subprocess
 def test_prompts_match_the_pinned_hashes():
     """A change here changes every night's prompts: update the pins only on purpose, and say so."""
     pinned = json.loads((ROOT / "selftest" / "needle" / "data" / "pinned-prompt-hashes.json").read_text())

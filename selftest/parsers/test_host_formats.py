@@ -101,6 +101,7 @@ def test_real_fuser_capture_names_the_holder():
     assert [(h.pid, h.command) for h in holders] == [(713, "python3")]
 
 
+@pytest.mark.subprocess
 def test_live_fuser_on_a_held_file(tmp_path):
     held = tmp_path / "dev-nvidia0"
     held.write_text("")

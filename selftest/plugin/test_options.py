@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 import tomllib
 
 import pytest
 import tomli_w
 
+from selftest.contract import run_contract
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]
-
-
-def run_contract(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """Run the contract in tests/ from the repo root in a subprocess, reports into a temp folder."""
-    pytester.chdir()
-    return pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-                        "-c", str(ROOT / "pyproject.toml"), "--reports", str(pytester.path / "reports"),
-                        str(ROOT / "tests"), *args, timeout=300)
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,8 @@ import pytest
 
 from selftest.strategies import ROOT
 
+pytestmark = pytest.mark.subprocess  # a wheel built and installed, pytest and llmval run from it
+
 REPLAYS = ROOT / "selftest" / "data" / "replays"
 ONE_RUN = [REPLAYS / "hosts" / "SYNTHESIZED-kpro6-healthy", REPLAYS / "SYNTHESIZED-kpro6-sglang-healthy"]
 """The kpro6 host recording and the serving recording: one folder holding both is the recording of one run."""

@@ -12,7 +12,7 @@ import pytest
 
 from llmval.core.errors import RecordingError
 from llmval.io.recording import MAX_FILE_BYTES, Replay
-from selftest.plugin.test_options import run_contract
+from selftest.contract import run_contract
 from selftest.recording.shapes import SHAPES, command_record, http_record
 from selftest.strategies import ROOT
 

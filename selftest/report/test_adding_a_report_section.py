@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from selftest.walkthrough import apply_patch, copy_repo, documented_steps, pytest_in, run_in, snapshot, touched
 
+pytestmark = pytest.mark.subprocess  # a copy of the repository, and CI's self-tests run on it
 CI_SELFTESTS = ["selftest/report/test_status.py", "selftest/report/test_escaping.py",
                 "selftest/report/test_secrets_everywhere.py"]
 

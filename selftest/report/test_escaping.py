@@ -106,6 +106,7 @@ def test_every_value_shows_as_itself_in_both_renderings(value):
         "\\\\", "\\").replace("\\u23ce", "⏎"), shown
 
 
+@pytest.mark.subprocess
 def test_hostile_model_ids_and_version_end_in_reports_that_parse_and_show_them_as_text(tmp_path):
     """The whole serving smoke against a loopback server (the /version is not taken for vLLM's: only the model
     ids reach the reports from it; the pure tests above carry the version into every format)."""

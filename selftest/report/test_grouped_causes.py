@@ -16,7 +16,7 @@ from llmval.grid import CellNotMeasured
 from llmval.inventory import load_inventory
 from llmval.report import build_status, render_markdown
 from llmval.report.results import RunResults, TestResult
-from selftest.plugin.test_options import run_contract
+from selftest.contract import run_contract
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]

@@ -14,21 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from selftest.report.runs import INVENTORIES, run_with
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]
-INVENTORIES = ROOT / "selftest" / "data" / "inventories"
-REACHABLE = ROOT / "tests" / "hosts" / "test_reachable.py"
-
-
-def run_with(pytester: pytest.Pytester, planted: str, inventory: Path, *args: str) -> pytest.RunResult:
-    """The contract's reachability test plus `planted` (a test module), reports into pytester.path/reports."""
-    pytester.makepyfile(test_planted=planted)
-    pytester.chdir()
-    return pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
-                        "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "--inventory", str(inventory),
-                        "--reports", str(pytester.path / "reports"), str(REACHABLE),
-                        str(pytester.path / "test_planted.py"), *args, timeout=300)
 
 
 BLOCKED = '''

@@ -114,6 +114,7 @@ timeout_s = 30
     return path
 
 
+@pytest.mark.subprocess
 def test_planted_secrets_reach_no_file_and_no_terminal_line(tmp_path, monkeypatch):
     for name, value in PLANTED.items():
         monkeypatch.setenv(name, value)

@@ -23,7 +23,7 @@ from llmval.report import build_status, render_html, render_markdown
 from llmval.report import status as status_module
 from llmval.report.junit import finish_junit
 from llmval.report.results import RunResults, TestResult, document_of
-from selftest.report.test_plugin import INVENTORIES, run_with
+from selftest.report.runs import INVENTORIES, run_with
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]

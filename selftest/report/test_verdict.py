@@ -20,8 +20,8 @@ from llmval.report.exitcodes import ExitCode, run_exit_code
 from llmval.report.judged import FACTS, SETTINGS, field_paths, not_judged
 from llmval.report.junit import junit_names
 from llmval.report.results import RunResults, TestResult
-from selftest.plugin.test_options import run_contract
-from selftest.report.test_plugin import INVENTORIES, run_with
+from selftest.contract import run_contract
+from selftest.report.runs import INVENTORIES, run_with
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]

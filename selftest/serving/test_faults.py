@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from selftest.plugin.test_options import run_contract
+from selftest.contract import run_contract
 from selftest.serving.faults import FAULTS, INVENTORIES, LOG_DIR, REPLAYS, start_engine, stop_engine
 from selftest.strategies import ROOT
 

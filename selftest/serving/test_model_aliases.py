@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from selftest.plugin.test_options import run_contract
+from selftest.contract import run_contract
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]

@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from llmval.toolcalls import build_catalogue
+
 NEEDLE_RE = re.compile(r"for (?P<key>[\w-]+) is: (?P<value>\d{7})\.")
 QUESTION_RE = re.compile(r"magic number for (?P<key>[\w-]+) mentioned")
 
@@ -193,3 +195,15 @@ def stub_server(state: StubState) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+CATEGORIES = ["flat", "enum", "bigint"]  # the tool-call categories the self-tests probe
+
+
+def stub_state(**kwargs) -> StubState:
+    """A stub's state that knows the expected calls of one catalogue case per category of CATEGORIES."""
+    state = StubState(**kwargs)
+    for case in build_catalogue(cases_per_category=1, categories=tuple(CATEGORIES)):
+        body = case.request(strict=True, tool_choice="required")
+        state.expected_calls[body["messages"][-1]["content"]] = [(e.name, e.arguments) for e in case.expected]
+    return state

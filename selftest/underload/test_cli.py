@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from llmval.bench._cli import main
 
-from .stub import stub_server
-from .test_measure import _state
+from .stub import stub_server, stub_state
 
 
 def _run(state, tmp_path, *extra: str) -> dict:
@@ -20,8 +21,9 @@ def _run(state, tmp_path, *extra: str) -> dict:
     return json.loads((tmp_path / "out" / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_one_row_per_concurrency_with_each_gate_and_what_broke(tmp_path, capsys):
-    summary = _run(_state(fault="values"), tmp_path)
+    summary = _run(stub_state(fault="values"), tmp_path)
     rows = summary["rows"]
     assert [r["concurrency"] for r in rows] == [2, 3]
     assert all(r["probes"] == 4 and r["held"] == 4 for r in rows)  # 1 NIAH cell + flat, enum, bigint
@@ -33,7 +35,8 @@ def test_one_row_per_concurrency_with_each_gate_and_what_broke(tmp_path, capsys)
     assert [r["concurrency"] for r in last["correctness_under_load"]] == [2, 3]
 
 
+@pytest.mark.slow
 def test_a_refused_load_is_a_row_that_says_why(tmp_path):
-    state = _state(refuse_load=True)
+    state = stub_state(refuse_load=True)
     summary = _run(state, tmp_path, "--tool-categories")
     assert all("NotReady" in r["error"] and "HTTP 503" in r["error"] for r in summary["rows"])

@@ -14,12 +14,9 @@ from llmval.core.errors import NotReady
 from llmval.inventory import EndpointSpec, PerfSpec
 from llmval.io.http import endpoint_client, make_async_client
 from llmval.load import WireClient
-from llmval.toolcalls import build_catalogue
 from llmval.underload import CorrectnessRun, measure, measure_async
 
-from .stub import StubState, stub_server
-
-CATEGORIES = ["flat", "enum", "bigint"]
+from .stub import CATEGORIES, StubState, stub_server, stub_state
 
 
 def _endpoint(base_url: str) -> EndpointSpec:
@@ -34,22 +31,15 @@ def _perf(**correctness) -> PerfSpec:
                                  "hold_timeout_s": 10, **correctness})
 
 
-def _state(**kwargs) -> StubState:
-    state = StubState(**kwargs)
-    for case in build_catalogue(cases_per_category=1, categories=tuple(CATEGORIES)):
-        body = case.request(strict=True, tool_choice="required")
-        state.expected_calls[body["messages"][-1]["content"]] = [(e.name, e.arguments) for e in case.expected]
-    return state
-
-
 def _measure(state: StubState, tmp_path, **correctness) -> CorrectnessRun:
     with stub_server(state) as base_url:
         return measure(_endpoint(base_url), _perf(**correctness), lock_path=tmp_path / "lock",
                        reports_dir=tmp_path / "reports")
 
 
+@pytest.mark.slow
 def test_a_server_right_under_load_holds_every_gate_and_asks_each_probe_three_times(tmp_path):
-    state = _state()
+    state = stub_state()
     run = _measure(state, tmp_path)
     assert [s.probe_id for s in run.samples] == ["niah stub-512-d0", "niah stub-512-d100", "toolcall strict/flat-0",
                                                  "toolcall strict/enum-0", "toolcall strict/bigint-0"]
@@ -65,8 +55,9 @@ def test_a_server_right_under_load_holds_every_gate_and_asks_each_probe_three_ti
     assert report["samples"][0]["idle"]["judged"].startswith("found ")
 
 
+@pytest.mark.slow
 def test_a_needle_lost_only_under_load_breaks_the_niah_gate_naming_the_cell_and_both_answers(tmp_path):
-    run = _measure(_state(fault="niah"), tmp_path)
+    run = _measure(stub_state(fault="niah"), tmp_path)
     gate = run.gate("perf.correctness.niah")
     assert gate.outcome == "broken"
     assert set(gate.observed) == {"niah stub-512-d0", "niah stub-512-d100"}
@@ -75,8 +66,9 @@ def test_a_needle_lost_only_under_load_breaks_the_niah_gate_naming_the_cell_and_
     assert run.gate("perf.correctness.toolcalls.values").outcome == "held"  # only the needle answers turned
 
 
+@pytest.mark.slow
 def test_changed_argument_values_under_load_break_values_but_not_validity(tmp_path):
-    run = _measure(_state(fault="values"), tmp_path)
+    run = _measure(stub_state(fault="values"), tmp_path)
     assert run.gate("perf.correctness.toolcalls.validity").outcome == "held"
     values = run.gate("perf.correctness.toolcalls.values")
     assert values.outcome == "broken" and len(values.observed) == 3
@@ -84,16 +76,18 @@ def test_changed_argument_values_under_load_break_values_but_not_validity(tmp_pa
     assert "under load (C=3): valid, other values: set_mode(" in values.observed["toolcall strict/enum-0"]
 
 
+@pytest.mark.slow
 def test_arguments_that_are_not_objects_under_load_break_validity(tmp_path):
-    run = _measure(_state(fault="invalid"), tmp_path)
+    run = _measure(stub_state(fault="invalid"), tmp_path)
     validity = run.gate("perf.correctness.toolcalls.validity")
     assert validity.outcome == "broken"
     assert all("under load (C=3): invalid (not_object)" in d for d in validity.observed.values())
 
 
+@pytest.mark.slow
 def test_text_mode_breaks_on_any_other_text_even_when_the_judged_answer_is_kept(tmp_path):
     """A needle answer that differs only in words is kept when judged, broken when the text must be equal."""
-    state = _state()
+    state = stub_state()
     with stub_server(state) as base_url:
         endpoint, perf = _endpoint(base_url), _perf(compare="text", tool_categories=[])
 
@@ -116,14 +110,16 @@ def test_text_mode_breaks_on_any_other_text_even_when_the_judged_answer_is_kept(
     assert run.gate("perf.correctness.toolcalls.validity").outcome == "not_sampled"
 
 
+@pytest.mark.slow
 def test_a_load_the_server_refuses_is_never_held_and_says_why(tmp_path):
     with pytest.raises(NotReady, match=r"did not reach 3 streams in flight within 2 s .*HTTP 503"):
-        _measure(_state(refuse_load=True), tmp_path, hold_timeout_s=2)
+        _measure(stub_state(refuse_load=True), tmp_path, hold_timeout_s=2)
 
 
+@pytest.mark.slow
 def test_the_wire_client_streams_the_load_too(tmp_path):
     """The fixture's path: load streams over llmval.io.wire (chunked SSE, keep-alive), probes over httpx."""
-    state = _state()
+    state = stub_state()
     with stub_server(state) as base_url:
         endpoint, perf = _endpoint(base_url), _perf(tool_categories=[], repeat_idle=False)
 

@@ -13,8 +13,7 @@ import tomli_w
 
 from selftest.strategies import ROOT
 
-from .stub import stub_server
-from .test_measure import _state
+from .stub import stub_server, stub_state
 
 pytest_plugins = ["pytester"]
 
@@ -42,7 +41,7 @@ def _run(pytester: pytest.Pytester, state) -> tuple[pytest.RunResult, dict]:
 
 
 def test_a_needle_lost_under_load_is_a_broken_verdict_naming_the_cells_and_both_answers(pytester):
-    result, results = _run(pytester, _state(fault="niah"))
+    result, results = _run(pytester, stub_state(fault="niah"))
     verdicts = {v["check"]: v for t in results["tests"] for v in t["verdicts"]}
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
     assert result.stdout.str().count("correctness under load at C=4") == 1  # one run serves the three tests
@@ -56,7 +55,7 @@ def test_a_needle_lost_under_load_is_a_broken_verdict_naming_the_cells_and_both_
 
 
 def test_a_load_the_server_refuses_is_could_not_check_for_every_gate(pytester):
-    result, results = _run(pytester, _state(refuse_load=True))
+    result, results = _run(pytester, stub_state(refuse_load=True))
     assert result.ret == 10, result.stdout.str()[-2000:]  # could not check (llmval.report.exitcodes)
     assert [t["outcome"] for t in results["tests"]] == ["error"] * 3
     assert all("did not reach 4 streams in flight within 3 s" in t["message"] and "HTTP 503" in t["message"]

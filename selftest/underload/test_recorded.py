@@ -7,37 +7,26 @@ import json
 
 import pytest
 
-from llmval.underload import CRITERIA, ProbeAnswer, ProbeSample, judge_gate
+from llmval.underload import CRITERIA, judge_gate
 from selftest.strategies import ROOT
+
+from .recorded import recorded_samples
 
 DATA = ROOT / "selftest" / "data" / "perf" / "REAL-local-correctness-2026-12-01"
 RUNS = ["nightly-local-vllm-correctness-c4.json", "bench-correctness-c4.json", "bench-correctness-c8.json"]
 
 
-def _answer(data: dict) -> ProbeAnswer:
-    assert data["text_chars"] == len(data["text"])  # every recorded text is whole (under the 2,000-character cut)
-    return ProbeAnswer(data["probe"], data["text"], data["is_valid"], data["is_correct"], data["judged"],
-                       data["elapsed_s"], data["error"])
-
-
-def _samples(document: dict) -> list[ProbeSample]:
-    return [ProbeSample(s["probe"], s["kind"], s["concurrency"], _answer(s["idle"]), _answer(s["loaded"]),
-                        _answer(s["idle_after"]) if s["idle_after"] else None, in_flight=s["in_flight"],
-                        load_failures=tuple(s["load_failures"]), engine_busy=s["engine_busy"])
-            for s in document["samples"]]
-
-
 @pytest.mark.parametrize("name", RUNS)
 def test_recorded_runs_rejudge_to_their_recorded_outcomes(name):
     document = json.loads((DATA / name).read_text())
-    samples = _samples(document)
+    samples = recorded_samples(document)
     assert {c.check: judge_gate(samples, c, document["compare"]).outcome for c in CRITERIA} == \
         {g["check"]: g["outcome"] for g in document["gates"]} == {c.check: "held" for c in CRITERIA}
     assert all(s.is_held for s in samples)
 
 
 def test_the_one_text_changed_under_load_changed_idle_again_too():
-    samples = _samples(json.loads((DATA / "bench-correctness-c4.json").read_text()))
+    samples = recorded_samples(json.loads((DATA / "bench-correctness-c4.json").read_text()))
     changed = [s for s in samples if s.is_text_changed]
     assert [s.probe_id for s in changed] == ["niah bench-2048-d25"] and changed[0].is_text_unstable_idle
     assert changed[0].idle.is_correct and changed[0].loaded.is_correct

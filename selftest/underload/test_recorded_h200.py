@@ -11,7 +11,7 @@ import pytest
 from llmval.underload import CRITERIA, judge_gate
 from selftest.strategies import ROOT
 
-from .test_recorded import _samples
+from .recorded import recorded_samples
 
 DATA = ROOT / "selftest" / "data" / "perf" / "REAL-h200-correctness-under-load-2026-12-01"
 CONCURRENCY = [16, 64, 256]
@@ -26,7 +26,7 @@ def _document(concurrency: int) -> dict:
 @pytest.mark.parametrize("concurrency", CONCURRENCY)
 def test_h200_runs_rejudge_to_every_gate_held(concurrency):
     document = _document(concurrency)
-    samples = _samples(document)
+    samples = recorded_samples(document)
     judged = {c.check: judge_gate(samples, c, document["compare"]) for c in CRITERIA}
     assert {k: g.outcome for k, g in judged.items()} == {g["check"]: g["outcome"] for g in document["gates"]} \
         == {c.check: "held" for c in CRITERIA}
@@ -42,7 +42,7 @@ def test_h200_summary_rows_agree_with_the_per_c_reports():
     assert sorted(rows) == CONCURRENCY
     for concurrency in CONCURRENCY:
         document, row = _document(concurrency), rows[concurrency]
-        samples = _samples(document)
+        samples = recorded_samples(document)
         assert (row["probes"], row["held"], row["text_changed"], row["judged_changed"]) == \
             (len(samples), sum(s.is_held for s in samples), sum(s.is_text_changed for s in samples),
              sum(s.idle.judged != s.loaded.judged for s in samples))
