@@ -34,25 +34,34 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.subprocess)
 
 
-@pytest.fixture(autouse=True)
-def _python_children_are_marked(request, monkeypatch):
-    """A test with no cost marker that starts a Python child fails, naming the marker it needs: the fast tier
-    (`make check`) stays fast because nothing slow can hide in it."""
-    if any(request.node.get_closest_marker(name) for name in COSTLY):
-        yield
-        return
+def in_fast_tier(markexpr: str) -> bool:
+    """The run deselects every cost marker (`make check`): only then must a test that is not marked stay cheap."""
+    return all(re.search(rf"\b{name}\b", markexpr) for name in COSTLY) and "not" in markexpr
+
+
+def refuse_python_children(nodeid: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here on in this test, starting a Python child fails, naming the marker the test needs."""
     original = subprocess.Popen.__init__
 
     def guarded(self, args, *rest, **kwargs):
         argv = [args] if isinstance(args, str | bytes | Path) else list(args)
         program = str(kwargs.get("executable") or (argv[0] if argv else ""))
         if PYTHON_CHILDREN.search(program) or program == sys.executable:
-            pytest.fail(f"{request.node.nodeid} starts a Python child ({' '.join(map(str, argv))[:200]}): mark it "
+            pytest.fail(f"{nodeid} starts a Python child ({' '.join(map(str, argv))[:200]}): mark it "
                         f"@pytest.mark.subprocess (or engine / netns / slow), so `make check` leaves it to CI",
                         pytrace=False)
         original(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+
+
+@pytest.fixture(autouse=True)
+def _python_children_are_marked(request, monkeypatch):
+    """In the fast tier, a test with no cost marker that starts a Python child fails, naming the marker it needs:
+    `make check` stays fast because nothing slow can hide in it. A full run (CI) only runs such a test."""
+    if in_fast_tier(request.config.getoption("markexpr") or "") and not any(
+            request.node.get_closest_marker(name) for name in COSTLY):
+        refuse_python_children(request.node.nodeid, monkeypatch)
     yield
 
 

@@ -40,6 +40,7 @@ host = "localhost"
 {endpoint}
 """
 API_KEY_ENV = "LLMVAL_HOSTILE_KEY"
+KEY = "Zq7xW2mK9pL4vR8tN3bH6jD1fS5gA0cYeUiOoP7Q"  # 40 characters, no shape redact() knows (sk-, hf_)
 """A name that does not look secret: only the inventory's api_key_env marks its value."""
 
 

@@ -12,9 +12,10 @@ import base64
 import gzip
 import json
 
-from selftest.hostile.harness import API_KEY_ENV, leaks, run_contract
+import pytest
+
+from selftest.hostile.harness import API_KEY_ENV, KEY, leaks, run_contract
 from selftest.hostile.server import HostileServer, gzipped
-from selftest.hostile.test_server_answers import KEY
 
 MODELS = {"object": "list", "data": [{"id": "smollm2", "object": "model", "owned_by": "vllm", "root": "smollm2",
                                       "max_model_len": 8192}]}
@@ -28,6 +29,7 @@ def _recorded(folder) -> list[dict]:
     return [json.loads(line) for path in sorted(folder.glob("http-*.jsonl")) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.subprocess
 def test_a_gzip_servers_recording_replays_to_the_live_verdict(tmp_path):
     routes = {"/version": gzipped({"version": "0.32.0"}), "/v1/models": gzipped(MODELS)}
     for folder in ("live", "replay"):
@@ -44,6 +46,7 @@ def test_a_gzip_servers_recording_replays_to_the_live_verdict(tmp_path):
     assert _outcomes(replayed) == _outcomes(live)
 
 
+@pytest.mark.subprocess
 def test_a_key_echoed_in_a_gzip_401_body_reaches_no_recording_and_no_report(tmp_path):
     unauthorized = gzipped({"detail": f"invalid key {KEY} for this server"}, status=401)
     assert KEY.encode() not in gzip.compress(KEY.encode())  # the key is not in the bytes on the wire as such

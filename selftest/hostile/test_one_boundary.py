@@ -49,6 +49,7 @@ def hostile():
         yield server
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("path", sorted(HOSTILE))
 @pytest.mark.parametrize("client", CLIENTS)
 def test_every_client_ends_a_hostile_answer_in_its_time_under_the_cap_saying_why(hostile, client, path):

@@ -12,10 +12,9 @@ import resource
 
 import pytest
 
-from selftest.hostile.harness import API_KEY_ENV, leaks, run_contract
+from selftest.hostile.harness import API_KEY_ENV, KEY, leaks, run_contract
 from selftest.hostile.server import HostileServer, answer, sse, trickle
 
-KEY = "Zq7xW2mK9pL4vR8tN3bH6jD1fS5gA0cYeUiOoP7Q"  # 40 characters, no shape redact() knows (sk-, hf_)
 assert len(KEY) == 40
 
 

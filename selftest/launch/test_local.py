@@ -35,6 +35,7 @@ def _stack(name: str, tmp_path: Path, **changes) -> Stack:
                  cwd=ROOT)
 
 
+@pytest.mark.subprocess
 def test_stub_engine_comes_up_and_teardown_leaves_nothing(tmp_path):
     stack = _stack("server", tmp_path)
     try:
@@ -78,6 +79,7 @@ def test_engine_that_prints_then_goes_silent_is_hung_within_the_window(tmp_path)
     assert_nothing_left(stack.launch_id, stack.processes[0].pid, STUB_PORT)
 
 
+@pytest.mark.subprocess
 def test_engine_that_exits_fails_fast_with_its_own_error(tmp_path):
     stack = _stack("crash", tmp_path)
     started = time.monotonic()
@@ -148,6 +150,7 @@ def test_killing_the_run_mid_test_still_tears_down(tmp_path, sig):
     assert summary["watchdog"]["outcome"] == "stood down"  # the suite's own teardown did it; the watchdog did not fire
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("engine", ["plain", "orphan-ignoring-term"])
 def test_sigkilled_run_leaves_nothing_of_its_launch(tmp_path, engine, record_property):
     """SIGKILL of pytest runs no teardown at all; the launch watchdog ends the launch's process groups (and a
@@ -276,6 +279,7 @@ interval_s = 0.25
     return inventory
 
 
+@pytest.mark.subprocess
 def test_sigkilled_run_still_runs_the_stop_steps_of_a_daemon_it_did_not_spawn(tmp_path):
     """A start step that hands the engine to a daemon (kpro6's systemctl start, the Sparks' docker run -d): after
     SIGKILL of pytest the watchdog runs the inventory's stop steps, once, and the port is freed."""
@@ -303,6 +307,7 @@ def test_sigkilled_run_still_runs_the_stop_steps_of_a_daemon_it_did_not_spawn(tm
     print(f"\ndaemon stand-in: stopped and port free {took} s after SIGKILL of pytest\n{log}")
 
 
+@pytest.mark.subprocess
 def test_normal_teardown_runs_the_stop_steps_once_and_the_watchdog_stands_down(tmp_path):
     done = subprocess.run(_contract_run(tmp_path, _daemon_inventory(tmp_path)), cwd=ROOT, capture_output=True,
                           text=True, timeout=120)

@@ -199,6 +199,7 @@ def lint_imports():
     return _lint_imports
 
 
+@pytest.mark.subprocess
 def test_lint_imports_keeps_every_contract(lint_imports):
     checked = lint_imports(SRC)
     assert checked.returncode == 0 and " 0 broken" in checked.stdout, checked.stdout[-3000:] + checked.stderr
