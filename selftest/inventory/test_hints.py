@@ -15,7 +15,7 @@ from llmval.engines import ADAPTERS
 from llmval.gpu.health import HINTS
 from llmval.inventory import HintSpec
 from llmval.inventory.report import with_owner_hints
-from selftest.plugin.test_options import run_contract
+from selftest.contract import run_contract
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]
