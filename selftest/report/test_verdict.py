@@ -187,7 +187,9 @@ def test_every_inventory_field_is_a_judged_fact_or_a_setting(section, model):
             f"{section}.{path}: " + (
                 "name the checks judging it on its host fact (`@fact(..., checks=...)` in llmval.hostfacts) or add it "
                 "to llmval.report.judged SETTINGS" if section == "hosts"
-                else "add it to llmval.report.judged FACTS (with the checks judging it) or SETTINGS")
+                else "mark it with the checks judging it (`Annotated[..., JudgedBy(check)]` in llmval.inventory) or "
+                     "add it to llmval.report.judged SETTINGS" if section in ("endpoints", "perf")
+                else "name it with its checks in the grid kind's GridKind.facts or its settings")
 
 
 def _emitted(check: str, sources: str) -> bool:
@@ -200,10 +202,10 @@ def _emitted(check: str, sources: str) -> bool:
 
 
 def test_every_judging_check_is_one_a_check_emits():
-    """A check id declared to judge a field (llmval.report.judged FACTS, the host facts' `checks=`) that no check emits
-    would leave that field unjudged in every run: a typo there is a run that is never GREEN."""
+    """A check id declared to judge a field (a host fact's `checks=`, an inventory field's `JudgedBy`) that no check
+    emits would leave that field unjudged in every run: a typo there is a run that is never GREEN."""
     sources = "\n".join(p.read_text() for folder in ("tests", "fixtures", "src/llmval") for p in (ROOT / folder).rglob(
-        "*.py") if p.name != "judged.py" and "hostfacts" not in p.parts)  # not where the ids are declared
+        "*.py") if p.name != "judged.py" and not {"hostfacts", "inventory"} & set(p.parts))  # where ids are declared
     missing = [(section, field, check) for section, fields in FACTS.items() for field, checks in fields.items()
                for check in checks if not _emitted(check, sources)]
     assert missing == []

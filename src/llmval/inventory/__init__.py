@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError, ValidationInfo, model_validator
 
 from ..core.errors import InventoryError
-from ._base import Spec
+from ._base import JudgedBy, Scaled, Spec, judged_by, scaled
 from ._checks import raw_problems
 from ._engines import engine_kinds, use_engine_registry
 from .accuracy import AgenticSpec, NiahSpec
@@ -59,6 +59,7 @@ __all__ = [
     "HostSpec",
     "InterfaceSpec",
     "Inventory",
+    "JudgedBy",
     "LaunchSpec",
     "LocalTransport",
     "MachineScale",
@@ -70,6 +71,7 @@ __all__ = [
     "ProxmoxSpec",
     "RaySpec",
     "ReadinessSpec",
+    "Scaled",
     "ServiceSpec",
     "ServingExpect",
     "Source",
@@ -80,7 +82,9 @@ __all__ = [
     "WaitSpec",
     "engine_kinds",
     "inventory_json_schema",
+    "judged_by",
     "load_inventory",
+    "scaled",
     "use_engine_registry",
 ]
 

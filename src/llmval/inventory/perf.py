@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ._base import Spec
+from ._base import JudgedBy, Scaled, Spec
 from .values import Name
 
 MIN_REQUEST_RATE = 0.01
@@ -137,15 +137,18 @@ class PerfSpec(Spec):
     """Measured requests of the C=1 run (the median TPOT needs 10-20)."""
     requests_per_concurrency: int = Field(4, ge=1, le=10_000)
     """k in k·C requests run at concurrency C."""
-    decode_tok_s_c1_min: float | None = Field(None, gt=0, le=1e12)
+    decode_tok_s_c1_min: Annotated[float | None, JudgedBy("perf.decode.tok_s_c1"), Scaled("up")] = Field(
+        None, gt=0, le=1e12)
     """Minimum decode tok/s of one stream (1000 / median TPOT at concurrency 1)."""
     throughput_concurrency: int | None = Field(None, ge=1, le=100_000)
-    output_tok_s_min: float | None = Field(None, gt=0, le=1e12)
+    output_tok_s_min: Annotated[float | None, JudgedBy("perf.throughput.output_tok_s"), Scaled("up")] = Field(
+        None, gt=0, le=1e12)
     """Minimum output throughput at `throughput_concurrency`."""
-    ttft_p99_ms_max: float | None = Field(None, gt=0, le=86_400_000)
+    ttft_p99_ms_max: Annotated[float | None, JudgedBy("perf.ttft.p99_ms"), Scaled("down")] = Field(
+        None, gt=0, le=86_400_000)
     ttft_concurrency: int = Field(1, ge=1, le=100_000)
     """Concurrency of the run whose TTFT p99 is gated (1, or `throughput_concurrency`)."""
-    baseline_tolerance: float = Field(0.10, ge=0, lt=1)
+    baseline_tolerance: Annotated[float, JudgedBy("perf.baseline.*")] = Field(0.10, ge=0, lt=1)
     """Allowed relative regression against the stored baseline."""
     quoted_tok_s: float | None = Field(None, ge=0, le=1e9)
     """The number the owners quote (e.g. 277 tok/s on kpro6), for the status document."""
@@ -157,22 +160,22 @@ class PerfSpec(Spec):
     """Measured requests per rate of the sweep."""
     rate_max_concurrency: int | None = Field(None, ge=1, le=100_000)
     """Concurrency cap during the sweep (`--max-concurrency`); None: uncapped, as vLLM's default."""
-    goodput_ttft_ms: float | None = Field(None, gt=0, le=86_400_000)
+    goodput_ttft_ms: Annotated[float | None, Scaled("down")] = Field(None, gt=0, le=86_400_000)
     """TTFT SLO of a request counted as goodput."""
-    goodput_tpot_ms: float | None = Field(None, gt=0, le=86_400_000)
+    goodput_tpot_ms: Annotated[float | None, Scaled("down")] = Field(None, gt=0, le=86_400_000)
     """TPOT SLO of a request counted as goodput."""
-    goodput_min: float | None = Field(None, gt=0, le=1)
+    goodput_min: Annotated[float | None, JudgedBy("perf.goodput.share")] = Field(None, gt=0, le=1)
     """Minimum share of requests within the SLOs, at every rate of the sweep."""
     metrics_interval_s: float = Field(1.0, ge=0.05, le=60)
     """How often the engine's /metrics is sampled through every measured window (queue, KV usage, preemptions,
     prefix cache; `llmval.load` engine samples in reports/perf/*.json and the run's plot)."""
-    agentic_load: AgenticLoadSpec | None = None
+    agentic_load: Annotated[AgenticLoadSpec | None, JudgedBy("perf.agentic.*")] = None
     """A multi-turn agentic load run (`[perf.agentic_load]`): TTFT by context length, prefix-cache hit rate,
     goodput under this section's goodput SLOs."""
-    preemptions_max: int | None = Field(None, ge=0, le=10**9)
+    preemptions_max: Annotated[int | None, JudgedBy("perf.engine.preemptions")] = Field(None, ge=0, le=10**9)
     """Most requests the engine may preempt during any run of this section (vLLM `vllm:num_preemptions`;
     0: the KV cache holds the declared concurrency)."""
-    correctness: CorrectnessSpec | None = None
+    correctness: Annotated[CorrectnessSpec | None, JudgedBy("perf.correctness.*")] = None
     """Correctness under load: sampled NIAH cells and tool calls, idle vs under load (`[perf.correctness]`)."""
 
     machine: MachineScale | None = None

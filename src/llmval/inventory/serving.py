@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, HttpUrl, field_validator, model_validator
 
-from ._base import Spec
+from ._base import JudgedBy, Spec
 from ._engines import EngineKind
 from .values import BaseUrlText, EnvKey, Label, Name, Rate, Seconds, check_source, url_port
 
@@ -14,31 +14,37 @@ from .values import BaseUrlText, EnvKey, Label, Name, Rate, Seconds, check_sourc
 class SpeculativeSpec(Spec):
     """Speculative decoding as the engine must report it."""
 
-    algorithm: Label
+    algorithm: Annotated[Label, JudgedBy("serving.speculative.algorithm")]
     """As the engine reports it (SGLang rewrites NEXTN to EAGLE)."""
-    num_steps: int | None = Field(None, ge=1, le=1024)
-    eagle_topk: int | None = Field(None, ge=1, le=1024)
-    num_draft_tokens: int | None = Field(None, ge=1, le=65536)
-    accept_length_min: float | None = Field(None, ge=0, le=1024)
+    num_steps: Annotated[int | None, JudgedBy("serving.speculative.num_steps")] = Field(None, ge=1, le=1024)
+    eagle_topk: Annotated[int | None, JudgedBy("serving.speculative.eagle_topk")] = Field(None, ge=1, le=1024)
+    num_draft_tokens: Annotated[int | None, JudgedBy("serving.speculative.num_draft_tokens")] = Field(
+        None, ge=1, le=65536)
+    accept_length_min: Annotated[float | None, JudgedBy("serving.speculative.accept_length")] = Field(
+        None, ge=0, le=1024)
     """Lower bound of the mean acceptance length measured over this run's own traffic."""
-    accept_length_max: float | None = Field(None, ge=0, le=1024)
+    accept_length_max: Annotated[float | None, JudgedBy("serving.speculative.accept_length")] = Field(
+        None, ge=0, le=1024)
 
 
 class ServingExpect(Spec):
     """The engine flags an endpoint must show."""
 
-    kv_cache_dtype: Literal["bfloat16", "float16", "float32", "fp8", "auto"] | None = None
+    kv_cache_dtype: Annotated[Literal["bfloat16", "float16", "float32", "fp8", "auto"] | None,
+        JudgedBy("serving.kv_cache.dtype")] = None
     """The KV cache dtype that must be in use. FP8 evidence fails a bfloat16 expectation."""
-    dtype: Label | None = None
+    dtype: Annotated[Label | None, JudgedBy("serving.model.dtype")] = None
     """Model (activation) dtype, e.g. bfloat16."""
-    attention_backend: Label | None = None
+    attention_backend: Annotated[Label | None, JudgedBy("serving.attention.backend")] = None
     speculative: SpeculativeSpec | None = None
-    tool_call_parser: Label | None = None
-    reasoning_parser: Label | None = None
-    tensor_parallel_size: int | None = Field(None, ge=1, le=4096)
-    nodes: int | None = Field(None, ge=1, le=4096)
+    tool_call_parser: Annotated[Label | None, JudgedBy("serving.tool_call_parser")] = None
+    reasoning_parser: Annotated[Label | None, JudgedBy("serving.reasoning_parser")] = None
+    tensor_parallel_size: Annotated[int | None, JudgedBy("serving.parallel.tensor_parallel_size")] = Field(
+        None, ge=1, le=4096)
+    nodes: Annotated[int | None, JudgedBy("serving.parallel.nodes")] = Field(None, ge=1, le=4096)
     """Nodes the tensor-parallel group spans (Ray on the Sparks)."""
-    distributed_executor_backend: Literal["ray", "mp", "uni"] | None = None
+    distributed_executor_backend: Annotated[Literal["ray", "mp", "uni"] | None,
+        JudgedBy("serving.parallel.executor_backend")] = None
 
 
 DEFAULT_LARGE_ARGUMENT_KIB = (8, 32, 64)
@@ -98,10 +104,10 @@ class EndpointSpec(Spec):
     platform: Label
     base_url: Annotated[HttpUrl, BaseUrlText]
     """Root URL without /v1, e.g. http://127.0.0.1:8000."""
-    engine: EngineKind
-    model: Label
+    engine: Annotated[EngineKind, JudgedBy("serving.engine.kind")]
+    model: Annotated[Label, JudgedBy("serving.model.id")]
     """The model id /v1/models must list, exactly."""
-    max_model_len: int | None = Field(None, ge=1, le=2**31)
+    max_model_len: Annotated[int | None, JudgedBy("serving.model.max_model_len")] = Field(None, ge=1, le=2**31)
     api_key_env: EnvKey | None = None
     """Name of the environment variable that holds the API key; never the key itself."""
     host: Name | None = None
@@ -119,8 +125,8 @@ class EndpointSpec(Spec):
     judging it, e.g. after a reboot (the 122B model loads for minutes). `--wait-ready=SECONDS` overrides it;
     unset: no waiting unless `--wait-ready` is given."""
     expect: ServingExpect = ServingExpect()
-    tool_calls: ToolCallGates = ToolCallGates()
-    reasoning: bool = False
+    tool_calls: Annotated[ToolCallGates, JudgedBy("serving.tool_calls.*", "accuracy.tool_calls.*")] = ToolCallGates()
+    reasoning: Annotated[bool, JudgedBy("serving.reasoning.*")] = False
     """The model emits reasoning that the reasoning parser must split off."""
     smoke: bool = True
 

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 
 from ..core.errors import LlmvalError
-from ..inventory import PerfSpec
+from ..inventory import PerfSpec, scaled
 from ..inventory.perf import MIN_REQUEST_RATE
 
 HIDDEN, INTERMEDIATE, KV, LAYERS, VOCAB = 576, 1536, 192, 30, 49152
@@ -66,10 +66,10 @@ class Calibration:
                 "workload": f"fp32 GEMV through a {LAYERS}-layer hidden-{HIDDEN} decoder and a {VOCAB}-row head"}
 
 
-SCALED_UP = ("decode_tok_s_c1_min", "output_tok_s_min")
-"""Gates that are minimum rates: times the factor on a slower machine."""
-SCALED_DOWN = ("ttft_p99_ms_max", "goodput_ttft_ms", "goodput_tpot_ms")
-"""Gates that are maximum times: divided by the factor."""
+SCALED_UP = scaled(PerfSpec, "up")
+"""Gates that are minimum rates, times the factor on a slower machine (`Scaled("up")` on the field)."""
+SCALED_DOWN = scaled(PerfSpec, "down")
+"""Gates that are maximum times, divided by the factor (`Scaled("down")`)."""
 
 
 def scale_gates(spec: PerfSpec, factor: float) -> PerfSpec:

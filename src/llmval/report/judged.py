@@ -2,11 +2,12 @@
 
 `FACTS` maps each fact field of a target's inventory section (`hosts`, `endpoints`, `perf`, each grid kind's) to the
 check ids (globs) whose verdicts judge it; `SETTINGS` lists the fields that only say how to reach or run a target.
-The `hosts` facts are not listed here: each host fact's declaration names the fields it is evidence for and their
-checks (`@fact(..., checks=...)` in `llmval.hostfacts`), and `FACTS["hosts"]` is read from those declarations, in
-the inventory model's field order; a grid kind's are its declaration's (`GridKind.facts`, `.settings` in
-`llmval.grid`). A self-test proves every field of the inventory models is in exactly one of FACTS and SETTINGS, so a
-field added to the inventory without a check shows up at once. In a full run, `not_judged(inventory, verdicts)`
+No fact is listed here: each host fact's declaration names the fields it is evidence for and their checks
+(`@fact(..., checks=...)` in `llmval.hostfacts`); an endpoint or perf field's declaration in the inventory model
+carries its checks (`Annotated[..., JudgedBy("serving.kv_cache.dtype")]`, `llmval.inventory.JudgedBy`); a grid
+kind's are its declaration's (`GridKind.facts`, `.settings` in `llmval.grid`). A self-test proves every field of the
+inventory models is in exactly one of FACTS and SETTINGS, so a field added to the inventory without a check shows up
+at once. In a full run, `not_judged(inventory, verdicts)`
 lists every declared fact that no held, broken or blocked verdict on that target judged; the status document shows
 the list and the run is not GREEN while it is non-empty.
 
@@ -27,7 +28,7 @@ from ..core.verdict import Cause, Verdict
 from ..grid import grid_name
 from ..grid_kinds import GRID_KINDS
 from ..hostfacts import judged_fields
-from ..inventory import HostSpec, Inventory
+from ..inventory import EndpointSpec, HostSpec, Inventory, PerfSpec, judged_by
 
 
 def field_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -51,37 +52,8 @@ def _in_model_order(fields: dict[str, tuple[str, ...]], model: type[BaseModel]) 
 
 FACTS: dict[str, dict[str, tuple[str, ...]]] = {
     "hosts": _in_model_order(judged_fields(), HostSpec),
-    "endpoints": {
-        "engine": ("serving.engine.kind",),
-        "model": ("serving.model.id",),
-        "max_model_len": ("serving.model.max_model_len",),
-        "expect.kv_cache_dtype": ("serving.kv_cache.dtype",),
-        "expect.dtype": ("serving.model.dtype",),
-        "expect.attention_backend": ("serving.attention.backend",),
-        "expect.speculative.algorithm": ("serving.speculative.algorithm",),
-        "expect.speculative.num_steps": ("serving.speculative.num_steps",),
-        "expect.speculative.eagle_topk": ("serving.speculative.eagle_topk",),
-        "expect.speculative.num_draft_tokens": ("serving.speculative.num_draft_tokens",),
-        "expect.speculative.accept_length_min": ("serving.speculative.accept_length",),
-        "expect.speculative.accept_length_max": ("serving.speculative.accept_length",),
-        "expect.tool_call_parser": ("serving.tool_call_parser",),
-        "expect.reasoning_parser": ("serving.reasoning_parser",),
-        "expect.tensor_parallel_size": ("serving.parallel.tensor_parallel_size",),
-        "expect.nodes": ("serving.parallel.nodes",),
-        "expect.distributed_executor_backend": ("serving.parallel.executor_backend",),
-        "tool_calls": ("serving.tool_calls.*", "accuracy.tool_calls.*"),
-        "reasoning": ("serving.reasoning.*",),
-    },
-    "perf": {
-        "decode_tok_s_c1_min": ("perf.decode.tok_s_c1",),
-        "output_tok_s_min": ("perf.throughput.output_tok_s",),
-        "ttft_p99_ms_max": ("perf.ttft.p99_ms",),
-        "baseline_tolerance": ("perf.baseline.*",),
-        "goodput_min": ("perf.goodput.share",),
-        "preemptions_max": ("perf.engine.preemptions",),
-        "agentic_load": ("perf.agentic.*",),
-        "correctness": ("perf.correctness.*",),
-    },
+    "endpoints": _in_model_order(judged_by(EndpointSpec), EndpointSpec),  # each field's JudgedBy (llmval.inventory)
+    "perf": judged_by(PerfSpec),
     **{kind.section: dict(kind.facts) for kind in GRID_KINDS},  # each grid kind declares its own (llmval.grid)
 }
 SETTINGS: dict[str, frozenset[str]] = {
