@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from ..core.contract import redact
+from ..core.contract import redact, visible
 from ..core.errors import EndpointError, HostError
 from ..io.command import Rendered
 from ..io.http import httpx_errors
@@ -71,7 +71,7 @@ class TargetReadiness:
         if self.log_tail.strip():
             lines.append(f"  last log lines ({self.log_source}):")
             lines += [f"    | {line}" for line in self.log_tail.strip().splitlines()[-TAIL_SHOWN:]]
-        return redact("\n".join(lines))
+        return visible(redact("\n".join(lines)))
 
 
 @dataclass
@@ -110,7 +110,7 @@ def wait_all_ready(targets: list[ReadyTarget], *, say: Callable[[str], None] = p
                 tail, source = _tail(state.target.watch)
                 done[name] = TargetReadiness(name, state.target.kind, False, round(elapsed, 1),
                                              state.target.deadline_s, reason, tail, source, state.probes)
-                say(f"[wait-ready] {name} NOT ready after {state.target.deadline_s:g} s: {reason}")
+                say(f"[wait-ready] {name} NOT ready after {state.target.deadline_s:g} s: {visible(redact(reason))}")
                 del pending[name]
         if not pending:
             break
@@ -118,7 +118,8 @@ def wait_all_ready(targets: list[ReadyTarget], *, say: Callable[[str], None] = p
         if now - last_said >= progress_every_s:
             for state in pending.values():
                 say(f"[wait-ready] {now - started:4.0f} s / {state.target.deadline_s:g} s: waiting for "
-                    f"{state.target.kind} {state.target.name} ({state.reason})" + _last_line(state.target.watch))
+                    f"{state.target.kind} {state.target.name} ({visible(redact(state.reason))})"
+                    + _last_line(state.target.watch))
             last_said = now
         sleep(interval_s)
     return {t.name: done[t.name] for t in targets}
@@ -141,9 +142,12 @@ def _tail(watch: Watch | None) -> tuple[str, str]:
 
 
 def _last_line(watch: Watch | None) -> str:
+    """The log's last line for the progress line: redacted, then its escapes and bidi marks written out (an engine
+    log's OSC/CSI sequences would retitle or clear the terminal, U+202E reverse what follows), as every other
+    server text is shown."""
     tail, _ = _tail(watch)
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
-    return f"; log: {lines[-1][-140:]}" if lines else ""
+    return f"; log: {visible(redact(lines[-1]))[-140:]}" if lines else ""
 
 
 # ---- probes -----------------------------------------------------------------------------------------------------
