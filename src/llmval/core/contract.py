@@ -181,9 +181,11 @@ def excerpt(text: str, limit: int = 300) -> str:
     return repr(shorten(text, limit))
 
 
-CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                        "\ud800-\udfff]")
 """Characters that act instead of showing: C0 controls but tab and newline (NUL, BEL, ESC, CR), DEL, C1 controls,
-zero-width and bidirectional marks, line and paragraph separators."""
+zero-width and bidirectional marks, line and paragraph separators; and lone surrogates (a server's JSON may hold
+`\\ud800`), which no encoder writes."""
 
 
 def visible(text: str) -> str:

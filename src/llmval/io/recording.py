@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import errno
 import hashlib
 import json
 import os
 import re
+import shlex
 import stat
 import threading
 from collections import defaultdict
@@ -376,32 +378,137 @@ class Replay:
 
 # ---- writing -------------------------------------------------------------------------------------------
 
+CLAIM_FILE = "recorded-by.txt"
+"""Created (O_EXCL) by the run that records into a folder, before any line: a second run started at the same time
+with the same new folder finds it and is refused (two runs' files in one recording are no run at all)."""
+
+ENVIRONMENT_FAMILIES = {"process-environ": "lines", "process-env": "lines", "unit-show": "systemd",
+                        "container-inspect": "docker"}
+"""The commands whose answer is a whole process environment: a recording keeps only the declared variables."""
+
+
 def holds_recording(folder: Path) -> list[str]:
-    """The recording files already in `folder` (none when it does not exist)."""
+    """The recording files already in `folder` (none when it does not exist), its claim included."""
     if not folder.is_dir():
         return []
-    return sorted(p.name for p in folder.iterdir() if RECORD_FILE_RE.match(p.name))
+    return sorted(p.name for p in folder.iterdir() if RECORD_FILE_RE.match(p.name) or p.name == CLAIM_FILE)
+
+
+def claim_recording(folder: Path) -> None:
+    """Make `folder` this run's recording, atomically: RecordingError when another run holds it (or held it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(folder / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        try:
+            said = (folder / CLAIM_FILE).read_text(errors="replace")[:200].strip()
+        except OSError:
+            said = "?"
+        raise RecordingError(f"--record {folder}", f"another run records into this folder ({CLAIM_FILE}: "
+                             f"{said or 'being written'}): one recording is one run; record into a new or empty "
+                             "folder") from None
+    except OSError as error:
+        raise RecordingError(f"--record {folder}", f"cannot be written: {error.strerror or error}") from None
+    try:
+        os.write(fd, f"pid {os.getpid()}\n".encode())
+    except OSError as error:
+        raise RecordingError(f"--record {folder}", f"cannot be written: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
+
+
+def declared_environment(kind: str, text: str, kept: frozenset[str], hidden: frozenset[str]) -> str:
+    """`text` (an environment-answering command's stdout, of `ENVIRONMENT_FAMILIES` kind) holding only the `kept`
+    variables, those of `hidden` (forbidden ones: the check reads only whether they are set) with the value
+    REDACTED. What the checks read replays the same; nothing else of the serving process's environment is kept."""
+    def keep(item: str) -> str | None:
+        name, sep, _ = item.partition("=")
+        if not sep or name not in kept:
+            return None
+        return f"{name}=***" if name in hidden else item
+
+    if kind == "lines":
+        kept_lines = (keep(line) for line in text.split("\0" if "\0" in text else "\n"))
+        return "".join(line + "\n" for line in kept_lines if line is not None)
+    if kind == "systemd":
+        out = []
+        for line in text.splitlines():
+            if line.startswith("Environment="):
+                try:
+                    words = shlex.split(line[len("Environment="):])
+                except ValueError:
+                    words = []
+                kept_words = (keep(word) for word in words)
+                line = "Environment=" + " ".join(shlex.quote(word) for word in kept_words if word is not None)
+            out.append(line)
+        return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+    try:
+        containers = json.loads(text)
+    except ValueError:
+        return ""  # not what docker answers: nothing of it is kept
+    for container in containers if isinstance(containers, list) else []:
+        config = container.get("Config") if isinstance(container, dict) else None
+        if isinstance(config, dict) and isinstance(config.get("Env"), list):
+            config["Env"] = [e for item in config["Env"] if isinstance(item, str) and (e := keep(item)) is not None]
+    return json.dumps(containers, indent=4)
+
+
+class RecordingFailed(Exception):
+    """A line could not be written (a full disk): recording stopped, no partial line left."""
 
 
 @dataclass
 class Recorder:
-    """Appends commands and HTTP exchanges of this process to a recording folder."""
+    """Appends commands and HTTP exchanges of this process to a recording folder.
+
+    `env_kept`/`env_hidden`: the declared variables (required and forbidden) of the inventory's hosts; None
+    keeps every variable (no inventory said which). A write that fails (a full disk) removes what it wrote of
+    the line, stops the recording and is kept in `failed`: the plugin ends the run with exit 4 naming the
+    folder, and no check is blamed for the suite's own OSError."""
 
     folder: Path
+    env_kept: frozenset[str] | None = None
+    env_hidden: frozenset[str] = frozenset()
+    failed: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
 
     def _append(self, stem: str, record: dict) -> None:
-        line = json.dumps(record, ensure_ascii=False) + "\n"
-        with self._lock, open(self.folder / f"{stem}-{os.getpid()}.jsonl", "a", encoding="utf-8") as out:
-            out.write(line)
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+        path = self.folder / f"{stem}-{os.getpid()}.jsonl"
+        with self._lock:
+            if self.failed:
+                return
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            except OSError as error:
+                self.failed = f"--record {self.folder}: cannot write {path.name}: {error.strerror or error}"
+                return
+            try:
+                before = os.fstat(fd).st_size
+                written = 0
+                try:
+                    while written < len(line):
+                        written += os.write(fd, line[written:])
+                except OSError as error:
+                    self.failed = (f"--record {self.folder}: cannot write {path.name}: {error.strerror or error}; "
+                                   "recording stopped (the lines before it are whole)")
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, before)  # no half-written line
+            finally:
+                os.close(fd)
 
     def command(self, result: CommandResult) -> None:
-        """Record one command, its output redacted (a process environment read from /proc holds API keys)."""
+        """Record one command, its output redacted (a process environment read from /proc holds API keys) and,
+        for an environment, only the declared variables (`declared_environment`)."""
         record = asdict(result)
-        record["stdout"], record["stderr"] = redact(result.stdout), redact(result.stderr)
+        stdout = result.stdout
+        key = command_key(result.command) if self.env_kept is not None else None
+        if key is not None and key[0] in ENVIRONMENT_FAMILIES:
+            stdout = declared_environment(ENVIRONMENT_FAMILIES[key[0]], stdout, self.env_kept, self.env_hidden)
+        record["stdout"], record["stderr"] = redact(stdout), redact(result.stderr)
         self._append("commands", record)
 
     def http(self, exchange: HttpExchange) -> None:

@@ -57,8 +57,9 @@ def check_reports_dir(folder: Path, subfolders: Iterable[str] = ("history",)) ->
 
 
 def write_report(path: Path, text: str) -> Path:
-    """Write `text` to `path` atomically (temp file + rename); a link at `path` is replaced."""
-    return write_bytes(path, text.encode("utf-8"))
+    """Write `text` to `path` atomically (temp file + rename); a link at `path` is replaced. What UTF-8 cannot
+    encode (a lone surrogate from a server's JSON) is written as its escape, `\\ud800`."""
+    return write_bytes(path, text.encode("utf-8", "backslashreplace"))
 
 
 def write_bytes(path: Path, data: bytes) -> Path:

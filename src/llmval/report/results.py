@@ -207,7 +207,8 @@ def write_document(reports_dir: Path, document: RunResults | dict, started: dt.d
     if isinstance(document, RunResults):
         document = document_of(document)
     check_reports_dir(reports_dir, (HISTORY_DIR,))
-    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    # a lone surrogate (from a server's JSON) is written as its JSON escape: it reads back as it was
+    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
     history = reports_dir / HISTORY_DIR
     stem = f"results-{started.strftime('%Y%m%dT%H%M%SZ')}-{document['deployment']}"
     target, n = history / f"{stem}.json", 1
