@@ -28,9 +28,11 @@ REPO_PATH_RE = re.compile(r"^(?:src|selftest|tests|fixtures|scripts|inventories|
                           r"[\w./@{},<>-]*$")
 DOTTED_RE = re.compile(r"^llmval(?:\.\w+)+$")
 # the walk-throughs' files: what their steps create, so they do not exist before the steps are done
-WALKTHROUGHS = {"Adding a host check": 5, "Adding an engine": 3, "Adding a report section": 2}
+WALKTHROUGHS = {"Adding a host check": 5, "Adding a serving check": 3, "Adding an engine": 3,
+                "Adding a report section": 2}
 NOT_HERE = {"src/llmval/hostfacts/gpu_ecc.py", "tests/hosts/test_gpu_ecc.py", "src/llmval/engines/trtllm.py",
             "selftest/engines/test_trtllm.py", "selftest/data/hostfacts/SYNTHESIZED-gpu-ecc/commands-synth.jsonl",
+            "tests/serving/test_engine_version.py",
             "tests/test_gpus.py"}  # ... and an ops repo's own test (docs/ops.md: no collision with the contract's)
 # the installed names of the checkout's folders (setup.py's package_dir)
 INSTALLED_AS = {"llmval.contract_tests": "tests", "llmval.pytest_plugin": "fixtures"}
