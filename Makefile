@@ -32,6 +32,7 @@ selftest: setup
 
 FAST := not (engine or subprocess or netns or slow)
 check: $(VENV)/.ready
+	$(VENV)/bin/lint-imports   # the layers of pyproject.toml [tool.importlinter]
 	$(PY) -m pytest selftest -q -m "$(FAST)"
 
 lint: $(VENV)/.ready

@@ -205,6 +205,7 @@ def test_lint_imports_keeps_every_contract(lint_imports):
     assert checked.returncode == 0 and " 0 broken" in checked.stdout, checked.stdout[-3000:] + checked.stderr
 
 
+@pytest.mark.slow  # a copy of src/ and a lint-imports run per case
 @pytest.mark.parametrize(("module", "line"), [
     ("inventory/_base.py", "\n\ndef _late():\n    from ..engines import ADAPTERS\n    return ADAPTERS\n"),
     ("io/answers.py", "\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..hostfacts import HostFacts\n"),

@@ -17,10 +17,13 @@ import json
 import shlex
 import sys
 
+import pytest
+
 from selftest.strategies import ROOT
 from selftest.walkthrough import Step, copy_repo, documented_steps, make_in, pytest_in, run_in, snapshot, touched
 
-REPLAYS = ROOT / "selftest" / "data" / "replays"
+pytestmark = pytest.mark.subprocess  # a copy of the repository, and CI's self-tests and the contract run on it
+
 KPRO6 = ROOT / "inventories" / "kpro6.toml"
 FIELD_ANCHOR = '        JudgedBy("serving.parallel.executor_backend")] = None\n'
 """The last field of ServingExpect: the new field goes after it."""
