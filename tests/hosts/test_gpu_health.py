@@ -41,7 +41,7 @@ def test_gpu_pcie_link_at_its_maximum(host, facts, expect):
 @pytest.mark.check("hosts.gpu.health.ecc_uncorrectable")
 def test_gpu_no_uncorrectable_ecc_errors(host, facts, expect):
     spec = _spec(host, "ecc_uncorrectable")
-    _state(expect, host, spec, health.judge_ecc_uncorrectable(facts.gpu_health()))
+    _state(expect, host, spec, health.judge_ecc_uncorrectable(facts.gpu_health(), spec.ecc_acknowledged))
 
 
 @pytest.mark.check("hosts.gpu.health.row_remap")

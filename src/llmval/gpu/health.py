@@ -21,7 +21,9 @@ import re
 from dataclasses import dataclass, field
 
 from ..core.errors import LlmvalError
+from ..inventory import EccAcknowledgement
 from ..parsers.gpu_health import XID_MEANINGS, GpuHealth, XidEvent, has_boot_banner, is_reported, parse_xid_lines
+from ..parsers.nvidia_smi import normalize_bus_id
 
 CHECKS = ("pcie_link", "ecc_uncorrectable", "row_remap", "xid", "throttle", "persistence_mode")
 """The checks, each `hosts.gpu.health.<name>`."""
@@ -49,7 +51,10 @@ HINTS = {
                  "setting (the generation and width the card supports); `nvidia-smi -q -d PCI` shows current and "
                  "max",
     "ecc_uncorrectable": "uncorrectable ECC errors: drain the GPU, reset it (`nvidia-smi -r` when idle, with the "
-                         "owner's OK) and run `dcgmi diag -r 3`; volatile counts clear on reset, aggregate ones stay",
+                         "owner's OK) and run `dcgmi diag -r 3`; volatile counts clear on reset, aggregate ones stay: "
+                         "an old aggregate count the owners have dealt with can be acknowledged under "
+                         "gpus.health.ecc_acknowledged (gpu, counter, count, acknowledged_on, reason); a higher count "
+                         "still fails",
     "row_remap": "a pending row remap (or page retirement) takes effect only after a GPU reset; a remap failure "
                  "means the GPU needs an RMA (`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT`)",
     "xid": "Xid codes: " + ", ".join(f"{c} = {m}" for c, m in sorted(XID_MEANINGS.items()) if c in
@@ -159,10 +164,30 @@ def _uncorrectable_paths(gpu: GpuHealth) -> list[str]:
     return new or [p for p in paths if p.endswith("double_bit/total")]
 
 
-def judge_ecc_uncorrectable(gpus: list[GpuHealth]) -> HealthVerdict:
-    """Volatile and aggregate uncorrectable ECC counts all zero (where ECC is enabled and counted)."""
+AGGREGATE = "ecc_errors/aggregate/"
+
+
+def _acknowledged(ack: EccAcknowledgement) -> str:
+    return f"{ack.count} acknowledged on {ack.acknowledged_on}: {ack.reason}"
+
+
+def _is_gpu(ack: EccAcknowledgement, gpu: GpuHealth) -> bool:
+    if ack.gpu.upper().startswith(("GPU-", "MIG-")):
+        return ack.gpu.lower() == gpu.uuid.lower()
+    return normalize_bus_id(ack.gpu) == gpu.bus_id
+
+
+def judge_ecc_uncorrectable(gpus: list[GpuHealth], acknowledged: tuple[EccAcknowledgement, ...] | list = ()
+                            ) -> HealthVerdict:
+    """Volatile and aggregate uncorrectable ECC counts all zero (where ECC is enabled and counted), but for the
+    aggregate counts the inventory acknowledges: held at exactly the acknowledged reading; above it is a new event,
+    below it (or on a GPU or counter nvidia-smi does not show) the acknowledgement is stale; both fail."""
     per_gpu: dict[str, tuple[bool | None, list[str]]] = {}
+    held: list[str] = []
+    used: set[int] = set()
     for gpu in gpus:
+        acks = {a.counter: (i, a) for i, a in enumerate(acknowledged) if _is_gpu(a, gpu)}
+        used |= {i for i, _ in acks.values()}
         mode = gpu.get("ecc_mode/current_ecc")
         if not is_reported(mode) or (mode or "").strip() != "Enabled":
             per_gpu[gpu.bus_id] = (None, [gpu.quote("ecc_mode/current_ecc")])
@@ -172,10 +197,31 @@ def judge_ecc_uncorrectable(gpus: list[GpuHealth]) -> HealthVerdict:
         if not any(v is not None for v in counted.values()):
             per_gpu[gpu.bus_id] = (None, [gpu.quote(p) for p in paths] or ["no uncorrectable ECC counters"])
             continue
-        nonzero = [gpu.quote(p) for p, v in counted.items() if v]
-        per_gpu[gpu.bus_id] = (False, nonzero) if nonzero else (True, [f"{len(paths)} counters 0"])
-    return _combine("ecc_uncorrectable", "volatile and aggregate uncorrectable ECC counts 0", per_gpu,
-                    "every uncorrectable counter 0")
+        bad, known = [], []
+        for path, value in counted.items():
+            ack = acks.pop(path.removeprefix(AGGREGATE), (None, None))[1] if path.startswith(AGGREGATE) else None
+            if ack is None:
+                bad += [gpu.quote(path)] if value else []
+            elif value == ack.count:
+                known.append(f"{gpu.quote(path)} ({_acknowledged(ack)})")
+            elif value is not None and value > ack.count:
+                bad.append(f"{gpu.quote(path)}: a new event above the {_acknowledged(ack)}")
+            else:
+                bad.append(f"{gpu.quote(path)}: below the {_acknowledged(ack)}: the acknowledgement is stale "
+                           "(another card, or its counters cleared) and would hide the next event; update or remove it")
+        bad += [f"{AGGREGATE}{counter} acknowledged ({_acknowledged(ack)}) but this GPU has no such counter: the "
+                "acknowledgement is stale; update or remove it" for counter, (_, ack) in acks.items()]
+        held += [f"GPU {gpu.bus_id}: {k}" for k in known]
+        per_gpu[gpu.bus_id] = (False, bad) if bad else (True, [f"{len(paths) - len(known)} counters 0", *known])
+    for index, ack in enumerate(acknowledged):
+        if index not in used:
+            per_gpu[ack.gpu] = (False, [f"{AGGREGATE}{ack.counter} acknowledged ({_acknowledged(ack)}) but "
+                                        "nvidia-smi shows no such GPU: the acknowledgement is stale; update or "
+                                        "remove it"])
+    expected = "volatile and aggregate uncorrectable ECC counts 0" + (
+        f" (aggregate counts as acknowledged: {len(acknowledged)})" if acknowledged else "")
+    ok_observed = "every uncorrectable counter 0" + (f" but the acknowledged: {'; '.join(held)}" if held else "")
+    return _combine("ecc_uncorrectable", expected, per_gpu, ok_observed)
 
 
 def judge_row_remap(gpus: list[GpuHealth]) -> HealthVerdict:

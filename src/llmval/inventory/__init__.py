@@ -20,6 +20,7 @@ from ._engines import engine_kinds, use_engine_registry
 from .accuracy import AgenticSpec, NiahSpec
 from .hosts import (
     DockerTransport,
+    EccAcknowledgement,
     EnvSpec,
     GpuHealthSpec,
     GpuProcessSpec,
@@ -49,6 +50,7 @@ __all__ = [
     "DecisionSpec",
     "DeploymentSpec",
     "DockerTransport",
+    "EccAcknowledgement",
     "EndpointSpec",
     "EnvSpec",
     "GpuHealthSpec",

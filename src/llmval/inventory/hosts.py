@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    StringConstraints,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from ._base import Spec
 from .values import (
+    BUS_ID_RE,
     GLOB,
+    GPU_UUID_RE,
     Address,
     BusId,
     ContainerName,
@@ -121,6 +132,44 @@ Transport = Annotated[
 
 
 HealthCheck = Literal["pcie_link", "ecc_uncorrectable", "row_remap", "xid", "throttle", "persistence_mode"]
+IsoDate = Annotated[str, BeforeValidator(lambda v: v.isoformat() if isinstance(v, datetime.date) else v),
+                    StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+"""A day, `2026-12-01` (a TOML date or a string)."""
+
+
+class EccAcknowledgement(Spec):
+    """An aggregate uncorrectable ECC count the owners know of and have dealt with, so that one old event does not
+    keep the host failing `hosts.gpu.health.ecc_uncorrectable` forever. The count is held while the counter reads
+    exactly `count`; a higher reading is a new event and fails; a lower one fails too: the acknowledgement is stale
+    (another card, or its counters cleared) and would hide the next event. Volatile counts (since the driver
+    loaded) cannot be acknowledged: any fails.
+
+    Usage: `[[hosts.gpus.health.ecc_acknowledged]]` `gpu = "0000:00:06.0"`, `counter = "sram_uncorrectable_parity"`,
+    `count = 1`, `acknowledged_on = 2026-12-01`, `reason = "one SRAM parity event before the lease; dcgmi diag -r 3
+    passed"`."""
+
+    gpu: Annotated[str, StringConstraints(pattern=f"{BUS_ID_RE}|{GPU_UUID_RE}")]
+    """The GPU: its bus id as nvidia-smi prints it (`0000:00:06.0`) or its UUID (`GPU-...`; the count is kept on the
+    card, so the UUID follows it to another slot)."""
+    counter: str = Field(pattern=r"^[a-z0-9_]+(/[a-z0-9_]+)?$", max_length=128)
+    """The aggregate counter as `nvidia-smi -q -x` names it under `ecc_errors/aggregate/`, e.g.
+    `sram_uncorrectable_parity`, `sram_uncorrectable_secded`, `dram_uncorrectable` (`double_bit/total` before
+    driver 535)."""
+    count: int = Field(ge=1, le=2**31)
+    """The acknowledged reading."""
+    acknowledged_on: IsoDate
+    """When the owners acknowledged it (the verdict quotes it)."""
+    reason: Text = Field(min_length=1)
+    """Why it is acknowledged (what was checked, e.g. `dcgmi diag -r 3` passed); the verdict quotes it."""
+
+    @field_validator("counter")
+    @classmethod
+    def _aggregate_only(cls, value: str) -> str:
+        if value.split("/")[0] in ("volatile", "aggregate"):
+            raise ValueError(f"{value!r}: name the counter under ecc_errors/aggregate/ (e.g. "
+                             "sram_uncorrectable_parity); volatile counts are events since the driver loaded and "
+                             "cannot be acknowledged")
+        return value
 ThrottleReason = Literal["sw_power_cap", "hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
                          "sw_thermal_slowdown", "sync_boost"]
 
@@ -146,6 +195,8 @@ class GpuHealthSpec(Spec):
     kernel_log_via: Name | None = None
     """Another inventory host whose kernel log holds this host's Xid lines (an LXC guest shares its node's kernel,
     whose log the guest cannot read)."""
+    ecc_acknowledged: list[EccAcknowledgement] = Field([], max_length=1024)
+    """Aggregate uncorrectable ECC counts the owners acknowledged, per GPU and counter (see EccAcknowledgement)."""
     not_reported: list[HealthCheck] = []
     """Checks this GPU is expected not to report (GB10: ECC, row remapping): then [N/A] passes as declared, and a
     reported value is judged as usual."""
@@ -156,6 +207,9 @@ class GpuHealthSpec(Spec):
     def _skip_and_not_reported_are_apart(self) -> GpuHealthSpec:
         if both := sorted(set(self.skip) & set(self.not_reported)):
             raise ValueError(f"checks {both} are both skipped and expected not reported; keep one")
+        keys = [(a.gpu.lower(), a.counter) for a in self.ecc_acknowledged]
+        if twice := sorted({f"{g} {c}" for g, c in keys if keys.count((g, c)) > 1}):
+            raise ValueError(f"ecc_acknowledged: {twice} acknowledged twice; keep one count per GPU and counter")
         return self
 
 

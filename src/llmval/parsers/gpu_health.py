@@ -38,6 +38,8 @@ class GpuHealth:
     bus_id: str
     name: str
     fields: dict[str, str]
+    uuid: str = ""
+    """`GPU-...` as nvidia-smi -q -x writes it (the card's identity: its aggregate ECC counts travel with it)."""
 
     def get(self, path: str) -> str | None:
         """The text of `path`, or None when the element is absent."""
@@ -73,9 +75,10 @@ def parse_gpu_health_xml(text: str) -> list[GpuHealth]:
             node = gpu.find(path)
             if node is not None:
                 _leaves(node, path, fields)
-        name = gpu.find("product_name")
+        name, uuid = gpu.find("product_name"), gpu.find("uuid")
         gpus.append(GpuHealth(bus_id=normalize_bus_id(gpu.get("id", "")),
-                              name="" if name is None or name.text is None else name.text.strip(), fields=fields))
+                              name="" if name is None or name.text is None else name.text.strip(), fields=fields,
+                              uuid="" if uuid is None or uuid.text is None else uuid.text.strip()))
     return gpus
 
 
