@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import tomli_w
 
+from llmval.load import ENGINE_LOCK as ENGINE_LOCK  # the lock the plugin and the benches hold by default
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_PYTHON = ROOT / ".venv-engine" / "bin" / "python"
 SELFTEST_ENGINE_PORT = 8341
-ENGINE_LOCK = Path("/tmp/llmval-engine.lock")
 
 
 def engine_inventory(folder: Path, port: int, **endpoint_changes) -> Path:
