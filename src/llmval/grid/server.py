@@ -19,7 +19,7 @@ from collections.abc import Callable
 import httpx
 
 from ..core.contract import excerpt
-from ..core.errors import EndpointError, TokenizeFailed
+from ..core.errors import EndpointError, EndpointUnreachable, TokenizeFailed
 from ..engines import ADAPTERS, EngineAdapter
 from ..io.http import get_json, httpx_errors, json_of
 
@@ -58,6 +58,7 @@ class ServerTokenCounter:
         self._overhead: int | None = None
         self.calls = 0
         self.tokenize_failed: str | None = None
+        self._fresh_failure = False  # /tokenize just failed: the server may have closed that connection
         """Why /tokenize is no longer asked (its first failure, in its own words); None while it answers."""
 
     @property
@@ -81,13 +82,34 @@ class ServerTokenCounter:
         return _count(data, self._endpoint, "/tokenize")
 
     def _by_usage(self, messages: list[dict], tools: list[dict] | None) -> int:
+        """`usage.prompt_tokens` of a 1-token chat completion of `messages` (and `tools`). A prompt the server refuses
+        for its length counts what the refusal names (more than the context: the fit then asks for less)."""
         self.calls += 1
-        answer = ask(self._client, endpoint=self._endpoint, engine=self._engine, model=self._model,
-                     messages=messages, max_tokens=1, tools=tools)
-        if answer.prompt_tokens is None:
-            raise EndpointError(f"[{self._endpoint}] POST /v1/chat/completions: no usage.prompt_tokens to count the "
-                                f"prompt with ({self.source})")
-        return answer.prompt_tokens
+        body: dict = {"model": self._model, "messages": messages, "temperature": 0, "max_tokens": 1,
+                      **self._engine.thinking_off}
+        if tools:
+            body["tools"] = tools
+        what = f"[{self._endpoint}] POST /v1/chat/completions (counting a prompt)"
+        for attempt in (1, 2):
+            try:
+                with httpx_errors(what):
+                    response = self._client.post("/v1/chat/completions", json=body)
+                break
+            except EndpointUnreachable:
+                # A server whose /tokenize raised may close that connection after its 500 (SGLang 0.5.17's uvicorn
+                # did: the next request on it was reset 1.6 ms in): the first count after the failure is sent
+                # again, once, on a new connection.
+                if attempt == 2 or not self._fresh_failure:
+                    raise
+            finally:
+                self._fresh_failure = False
+        if response.status_code == 400 and (refused := self._engine.refused_prompt_tokens(response.text)):
+            return refused
+        data = json_of(response, endpoint=self._endpoint, method="POST", path="/v1/chat/completions")
+        count = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise EndpointError(f"{what}: no usage.prompt_tokens to count the prompt with: {excerpt(str(data))}")
+        return count
 
     def chat_overhead(self) -> int:
         """Tokens the chat template adds around the content (SGLang only; measured once)."""
@@ -106,7 +128,7 @@ class ServerTokenCounter:
             try:
                 return self._by_tokenize(messages, tools)
             except TokenizeFailed as error:
-                self.tokenize_failed = str(error)
+                self.tokenize_failed, self._fresh_failure = str(error), True
                 self._say(f"[{self._endpoint}] prompts are counted by {self.source}")
         return self._by_usage(messages, tools)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import httpx
 
 from ..core.contract import excerpt
-from ..core.errors import EndpointError, TokenizeFailed
+from ..core.errors import EndpointError, EndpointUnreachable, TokenizeFailed
 from ..io.http import httpx_errors, json_of
 
 _WORD_TEXT = (
@@ -81,11 +81,19 @@ async def _tokenize(client: httpx.AsyncClient, model: str, text: str, endpoint: 
     return list(tokens)
 
 
-async def usage_tokens(client: httpx.AsyncClient, model: str, text: str, endpoint: str) -> int:
-    """`text`'s prompt tokens as the server bills them: `usage.prompt_tokens` of a 1-token completion of it."""
+async def usage_tokens(client: httpx.AsyncClient, model: str, text: str, endpoint: str, *,
+                       resend_on_reset: bool = False) -> int:
+    """`text`'s prompt tokens as the server bills them: `usage.prompt_tokens` of a 1-token completion of it.
+    `resend_on_reset`: the first count after a failed /tokenize, sent again once if its connection was reset (a
+    server whose /tokenize raised may close that connection after its 500: SGLang 0.5.17's uvicorn did)."""
     body = {"model": model, "prompt": text, "max_tokens": 1, "temperature": 0}
-    with httpx_errors(f"[{endpoint}] POST /v1/completions"):
-        response = await client.post("/v1/completions", json=body)
+    try:
+        with httpx_errors(f"[{endpoint}] POST /v1/completions"):
+            response = await client.post("/v1/completions", json=body)
+    except EndpointUnreachable:
+        if not resend_on_reset:
+            raise
+        return await usage_tokens(client, model, text, endpoint)
     data = json_of(response, endpoint=endpoint, method="POST", path="/v1/completions")
     count = (data.get("usage") or {}).get("prompt_tokens") if isinstance(data, dict) else None
     if not isinstance(count, int) or isinstance(count, bool):
@@ -117,7 +125,7 @@ async def build_prompt(client: httpx.AsyncClient, *, model: str, input_len: int,
         tokens = await _tokenize(client, model, full, endpoint, add_special_tokens=False)
     except TokenizeFailed as error:
         return await _build_by_usage(client, model=model, input_len=input_len, head=head, seed=seed,
-                                     endpoint=endpoint, why=str(error))
+                                     endpoint=endpoint, why=str(error), fresh=True)
     if tokens is None:
         return Prompt(text=f"{head} {_filler(seed, max(1, input_len - 8))}", tokens=None)
     specials = len(await _tokenize(client, model, full, endpoint) or tokens) - len(tokens)
@@ -138,15 +146,18 @@ async def build_prompt(client: httpx.AsyncClient, *, model: str, input_len: int,
 
 
 async def _build_by_usage(client: httpx.AsyncClient, *, model: str, input_len: int, head: str, seed: str,
-                          endpoint: str, why: str) -> Prompt:
+                          endpoint: str, why: str, fresh: bool = False) -> Prompt:
     """`head` and seeded filler words counted by usage (no token ids to cut at): the word count is stepped by the
     tokens missing until the prompt is `input_len` tokens; a filler word of two tokens can leave a one-token gap,
     which one of PAD_WORDS closes. More words never mean fewer tokens (the filler of n+1 words extends that of n)."""
     def text(n: int) -> str:
         return f"{head} {_filler(seed, n)}"
 
+    first = [fresh]  # the first count right after /tokenize failed may find its connection closed
+
     async def count(t: str) -> int:
-        return await usage_tokens(client, model, t, endpoint)
+        resend, first[0] = first[0], False
+        return await usage_tokens(client, model, t, endpoint, resend_on_reset=resend)
 
     # `fewer`: the most words known to come out short of input_len (and their count); `more`: the fewest known long
     n, fewer, fewer_count, more = max(1, input_len - 8), 0, 0, None
