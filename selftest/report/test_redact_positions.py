@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llmval.core.contract import redact
-from llmval.report.secrets import redact_tree
+from llmval.core.secrets import redact_tree
 
 
 # bash's own error shape (`<script>: line N: <cmd>: command not found`), for a script whose name ends in a

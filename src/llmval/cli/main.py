@@ -15,9 +15,9 @@ import pytest
 
 from .. import DISTRIBUTION, __version__
 from ..core.errors import InventoryError
+from ..core.secrets import secret_problems
 from ..engines import ADAPTERS
 from ..inventory import inventory_json_schema, load_inventory
-from ..report.secrets import secret_problems
 
 
 class _Version(argparse.Action):

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from ..core.contract import add_secrets
 from ..core.errors import InventoryError
+from ..core.secrets import inventory_secret_values
 from ..inventory import load_inventory
 from ..io.transport import connect
-from ..report.secrets import inventory_secret_values
 from ._errors import TeardownError
 from ._stack import Stack
 

@@ -15,11 +15,11 @@ their message text; the pytest glue is fixtures/reporting.py and fixtures/blocke
 
 from __future__ import annotations
 
+from ..core.secrets import inventory_secret_values, redact_tree
 from .blockers import BlockerVerdict, judge, lifted_message, reference_problems, xfail_reason
 from .diff import Change, diff_runs, flatten, inventory_changes
 from .files import ReportsNotWritable
 from .html import render_html, status_fragment
-from .secrets import inventory_secret_values, redact_tree
 from .status import StatusDocument, build_status, by_test, evidence_paths, render_markdown
 
 __all__ = [

@@ -1,6 +1,6 @@
 """One correctness-under-load measurement: the probes idle, then under a held load, then idle again.
 
-Under the engine lock (`llmval.load._lock`; no other extra engine runs beside it) and after the server is idle
+Under the engine lock (`llmval.load.engine_lock`; no other extra engine runs beside it) and after the server is idle
 (`llmval.load.wait_idle`):
 
 1. every probe is built (NIAH haystacks fitted with `/tokenize`) and asked once, idle;

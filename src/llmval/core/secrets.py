@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.contract import MIN_SECRET_LENGTH, redact
+from .contract import MIN_SECRET_LENGTH, redact
 
 
 def _env_refs(value: Any) -> list[str]:
