@@ -8,13 +8,11 @@
 #   ngram    restart with n-gram speculation (4 tokens, --enforce-eager); smoke, h200-vllm-spec.toml
 #   nowait   restart as healthy without waiting (NOWAIT=1); smoke with --wait-ready=300 at once
 #   zombie   kill -9 of the API server's pid ONLY (its EngineCore is left holding the GPU); smoke (hosts + serving)
-#   sigkill  pytest -m smoke --launch (h200-vllm-launch.toml) killed with SIGKILL once vLLM is ready: nothing of
-#            the launched stack may be left on the GPU (sigkill.sh)
 # Run them in this order: zombie kills the server nowait started (no restart of its own).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
-name=${1:?usage: scenario.sh healthy|fp8kv|ngram|nowait|zombie|sigkill}
+name=${1:?usage: scenario.sh healthy|fp8kv|ngram|nowait|zombie}
 t0=$(date +%s)
 bash "$here/setup.sh" || exit 1
 INV=$INVENTORY
@@ -51,14 +49,6 @@ case $name in
     mv $T/zombie-before $RUNS/zombie-smoke/before
     echo "killed API server pid $pid at $(date -u +%H:%M:%SZ) with kill -9" > $RUNS/zombie-smoke/fault.txt
     bash "$here/pack.sh" zombie zombie-smoke ;;
-  sigkill)
-    if [ -f $PIDFILE ]; then  # the port must be free for --launch: stop what serve.sh started
-      pid=$(cat $PIDFILE); kill -TERM -- -"$pid" 2>/dev/null
-      for _ in $(seq 60); do kill -0 -- -"$pid" 2>/dev/null || break; sleep 1; done
-      kill -KILL -- -"$pid" 2>/dev/null; rm -f $PIDFILE; sleep 2
-    fi
-    STACK_PATTERN='vllm\.entrypoints|VLLM::' bash "$here/sigkill.sh" sigkill inventories/h200-vllm-launch.toml
-    bash "$here/pack.sh" sigkill sigkill ;;
   *) log "unknown scenario $name"; exit 2 ;;
 esac
 log "scenario $name done in $(( $(date +%s) - t0 )) s"

@@ -12,7 +12,7 @@
 #   sigstop      (after a start) SIGSTOP of sglang::scheduler; smoke; SIGCONT
 #   kill9        (after a start) kill -9 of the sglang.launch_server pid only; smoke
 #   launch       (no server of ours up) pytest -m smoke --launch: the suite starts and stops SGLang
-#   sigkill      pytest -m smoke --launch killed with SIGKILL once SGLang is ready (../sigkill.sh)
+#   sigkill      pytest -m smoke --launch killed with SIGKILL once SGLang is ready (../launch_sigkill.sh)
 set -u
 export LLMVAL_GPU_ENGINE=sglang
 here=$(cd "$(dirname "$0")" && pwd)
@@ -88,8 +88,7 @@ for name in "$@"; do
       bash "$here/../pack.sh" launch launch-smoke ;;
     sigkill)
       stop_ours
-      STACK_PATTERN='sglang\.launch_server|sglang::' bash "$here/../sigkill.sh" sigkill $LAUNCH_INVENTORY
-      bash "$here/../pack.sh" sigkill sigkill ;;
+      bash "$here/../launch_sigkill.sh" sigkill-sglang $LAUNCH_INVENTORY ;;
     *) log "unknown scenario $name"; exit 2 ;;
   esac
   log "scenario $name done in $(( $(date +%s) - t0 )) s"

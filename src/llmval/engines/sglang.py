@@ -21,13 +21,13 @@ from .metrics import Metrics, Sample, delta
 # Checked in the 0.5.9 wheel's sglang/srt/metrics/collector.py, the 0.5.10.post1 and 0.5.23 wheels'
 # sglang/srt/observability/metrics_collector.py, and the repository at commits 93d04878, 00ae9c15 (metrics/) and
 # 44cedc2b, 016d8605 (observability/): every name below is in all of them except spec_verify_calls_total (0.5.23 and
-# 016d8605 only). Scheduler gauges (SchedulerMetricsCollector) carry model_name, engine_type, tp_rank, pp_rank,
+# 016d8605 only; the REAL 0.5.17 scrape on the lent H200 has it too). Scheduler gauges (SchedulerMetricsCollector) carry model_name, engine_type, tp_rank, pp_rank,
 # moe_ep_rank [+ dp_rank] [+ priority]; tokenizer counters (TokenizerMetricsCollector) carry model_name
 # [+ priority] [+ cache_source on cached tokens from 0.5.9] [+ is_streaming on prompt/generation tokens in 0.5.23].
 # `Metrics.total` sums every label set.
 SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"  # gauge, the last 40-step window
 GENERATION_TOKENS = "sglang:generation_tokens"  # counter sglang:generation_tokens_total
-SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"  # counter sglang:spec_verify_calls_total (newest only)
+SPEC_VERIFY_CALLS = "sglang:spec_verify_calls"  # counter sglang:spec_verify_calls_total (0.5.17 REAL scrape, 0.5.23)
 # Sampled through every perf window.
 QUEUE_REQS = "sglang:num_queue_reqs"  # gauge
 RUNNING_REQS = "sglang:num_running_reqs"  # gauge
@@ -272,7 +272,7 @@ class SglangAdapter(EngineAdapter):
 
     @classmethod
     def acceptance(cls, before: Metrics, after: Metrics) -> Acceptance:
-        """Over the window: Δgeneration_tokens / Δspec_verify_calls (0.5.23); else the
+        """Over the window: Δgeneration_tokens / Δspec_verify_calls (0.5.17 REAL, 0.5.23); else the
         `sglang:spec_accept_length` gauge after the traffic, which covers the last 40-step window only.
         SGLang counts no proposed draft tokens, so there is no acceptance rate."""
         tokens, verifies = _grown(before, after, GENERATION_TOKENS), _grown(before, after, SPEC_VERIFY_CALLS)
