@@ -21,8 +21,9 @@ from .metrics import Metrics, Sample, delta
 # Checked in the 0.5.9 wheel's sglang/srt/metrics/collector.py, the 0.5.10.post1 and 0.5.23 wheels'
 # sglang/srt/observability/metrics_collector.py, and the repository at commits 93d04878, 00ae9c15 (metrics/) and
 # 44cedc2b, 016d8605 (observability/): every name below is in all of them except spec_verify_calls_total (0.5.23 and
-# 016d8605 only; the REAL 0.5.17 scrape on the lent H200 has it too). Scheduler gauges (SchedulerMetricsCollector) carry model_name, engine_type, tp_rank, pp_rank,
-# moe_ep_rank [+ dp_rank] [+ priority]; tokenizer counters (TokenizerMetricsCollector) carry model_name
+# 016d8605 only; the REAL 0.5.17 scrape on the lent H200 has it too, and every other name: selftest/serving/
+# test_real_h200_sglang.py). Scheduler gauges (SchedulerMetricsCollector) carry model_name, engine_type, tp_rank,
+# pp_rank, moe_ep_rank [+ dp_rank] [+ priority]; tokenizer counters (TokenizerMetricsCollector) carry model_name
 # [+ priority] [+ cache_source on cached tokens from 0.5.9] [+ is_streaming on prompt/generation tokens in 0.5.23].
 # `Metrics.total` sums every label set.
 SPEC_ACCEPT_LENGTH = "sglang:spec_accept_length"  # gauge, the last 40-step window
