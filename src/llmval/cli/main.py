@@ -15,9 +15,10 @@ import pytest
 
 from .. import DISTRIBUTION, __version__
 from ..core.errors import InventoryError
+from ..core.files import read_regular_text
 from ..core.secrets import secret_problems
 from ..engines import ADAPTERS
-from ..inventory import inventory_json_schema, load_inventory
+from ..inventory import MAX_INVENTORY_BYTES, inventory_json_schema, load_inventory
 
 
 class _Version(argparse.Action):
@@ -109,14 +110,15 @@ def _snapshot(args: argparse.Namespace) -> int:
     except LlmvalError as error:  # a recording folder that is not one
         print(f"llmval snapshot: {error}", file=sys.stderr)
         return int(pytest.ExitCode.USAGE_ERROR)
-    print(render_diff(diff(snap, placeholder_paths(source.read_text(encoding="utf-8")))))
+    print(render_diff(diff(snap, placeholder_paths(read_regular_text(source, MAX_INVENTORY_BYTES)))))
     for what, why in snap.unread.items():
         print(f"  could not read     {what}: {why}")
     if args.out:
         where = ", ".join(args.replay) if args.replay else "the live deployment"
         sources = {obs.path: obs.source for obs in snap.observations}
         Path(args.out).write_text(write_toml(snap.inventory(), f"written by `llmval snapshot` from {where}, "
-                                             f"looking where {source} says", source.read_text(encoding="utf-8"),
+                                             f"looking where {source} says",
+                                             read_regular_text(source, MAX_INVENTORY_BYTES),
                                              sources), encoding="utf-8")
         print(f"wrote {args.out}")
     return 0

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CommandFailed, LlmvalError
+from ..core.files import read_regular_text
 from ..engines import adapter_for, detect_engine, launch_log_of
 from ..hostfacts import HostFacts, log_command
-from ..inventory import EndpointSpec, HostSpec, Inventory, Source, load_inventory
+from ..inventory import MAX_INVENTORY_BYTES, EndpointSpec, HostSpec, Inventory, Source, load_inventory
 from ..io.http import endpoint_client
 from ..io.recording import Replay
 from ..io.transport import connect
@@ -358,7 +359,7 @@ def _dtype(key: str, value: Any) -> Any:
 def take(inventory_path: Path, replays: list[Path] | None = None) -> tuple[Inventory, Snapshot]:
     """Read every host and endpoint `inventory_path` names, live or from `replays` (merged, in order)."""
     inventory = load_inventory(inventory_path)
-    snap = Snapshot(tomllib.loads(inventory_path.read_text(encoding="utf-8")))
+    snap = Snapshot(tomllib.loads(read_regular_text(inventory_path, MAX_INVENTORY_BYTES)))  # load_inventory read it
     replay = Replay(*replays) if replays else None  # merged; two that disagree are a RecordingError
     connections: dict[str, HostFacts] = {}
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import CommandFailed, LlmvalError
+from ..core.files import read_regular_text
 from ..inventory import HostSpec, ModelFileSpec
 from ..parsers.files import parse_find_listing, parse_sha256sum
 from ._command import PATH, Command
@@ -60,8 +61,8 @@ class HashCache:
         with open(self.path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                data = json.loads(self.path.read_text()) if self.path.exists() else {}
-            except json.JSONDecodeError:
+                data = json.loads(read_regular_text(self.path, 64 * 2**20)) if self.path.exists() else {}
+            except (json.JSONDecodeError, UnicodeDecodeError, OSError):  # a cache: one not read is rebuilt
                 data = {}
             if update is not None:
                 update(data)

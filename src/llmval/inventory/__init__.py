@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError, ValidationInfo, model_validator
 
 from ..core.errors import InventoryError
+from ..core.files import read_regular
 from ._base import JudgedBy, Scaled, Spec, judged_by, scaled
 from ._checks import raw_problems
 from ._engines import engine_kinds, use_engine_registry
@@ -43,7 +44,11 @@ from .perf import AgenticLoadSpec, MachineScale, PerfSpec
 from .report import BlockerSpec, DecisionSpec, DeploymentSpec, HintSpec
 from .serving import EndpointSpec, ServingExpect, SpeculativeSpec, ToolCallGates
 
+MAX_INVENTORY_BYTES = 16 * 2**20
+"""The largest inventory read (a 64-host fleet's is under 100 kB)."""
+
 __all__ = [
+    "MAX_INVENTORY_BYTES",
     "AgenticLoadSpec",
     "AgenticSpec",
     "BlockerSpec",
@@ -295,7 +300,7 @@ def load_inventory(path: str | Path) -> Inventory:
     """Read and validate an inventory TOML file: the one validation pytest and `check-inventory` share."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_INVENTORY_BYTES)  # a FIFO or /dev/zero is refused, never read
     except FileNotFoundError:
         raise InventoryError(str(path), [("", "file not found")]) from None
     except OSError as error:

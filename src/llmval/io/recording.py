@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..core.contract import redact
 from ..core.errors import RecordingError, ReplayMiss
+from ..core.files import read_regular
 from .command import Key, Rendered, command_key, is_read_only
 
 
@@ -401,7 +402,7 @@ def claim_recording(folder: Path) -> None:
         fd = os.open(folder / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     except FileExistsError:
         try:
-            said = (folder / CLAIM_FILE).read_text(errors="replace")[:200].strip()
+            said = read_regular(folder / CLAIM_FILE, 4096).decode("utf-8", "replace")[:200].strip()
         except OSError:
             said = "?"
         raise RecordingError(f"--record {folder}", f"another run records into this folder ({CLAIM_FILE}: "

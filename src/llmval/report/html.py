@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+from ..core.files import read_regular
 from .escape import html_text, render_inline
 from .results import RunResults, parse_results
 from .status import DECLARED, ERROR, FAIL, INFO, LIFT, OK, UNCHECKED, XFAIL, Section, StatusDocument
@@ -72,7 +73,7 @@ def _broke(section: Section, verdict: str) -> str:
 
 def embed_png(path: Path) -> str:
     """A `data:` URI of a PNG file."""
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+    return "data:image/png;base64," + base64.b64encode(read_regular(path, 64 * 2**20)).decode("ascii")
 
 
 def status_fragment(doc: StatusDocument, reports_dir: Path | None = None) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import LlmvalError
+from ..core.files import read_regular_text
 from ..core.verdict import Cause, Measured, Verdict
 from .scope import RunScope, recorded_scope, scope_of_document
 
@@ -219,10 +220,14 @@ def write_document(reports_dir: Path, document: RunResults | dict, started: dt.d
     return write_bytes(reports_dir / RESULTS_FILE, data)
 
 
+MAX_RESULTS_BYTES = 64 * 2**20
+"""The largest results JSON read (a 64-host run's is a few MB)."""
+
+
 def load_results(path: Path) -> dict:
     """Read a results JSON written by write_results; a missing or malformed file is an LlmvalError."""
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        document = json.loads(read_regular_text(path, MAX_RESULTS_BYTES))  # regular files only (history/)
     except FileNotFoundError:
         raise LlmvalError(f"no results JSON at {path}: run the contract first (pytest -m smoke)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
