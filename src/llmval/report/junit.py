@@ -6,6 +6,8 @@ pytest's junitxml writes the file; `finish_junit` rewrites it from the run's typ
   (kind and, when this run read it, version) as properties;
 - a test whose deciding verdict is could-not-check becomes `<error type="ModelNotServed" message=...>`
   instead of `<failure>` (CI can tell a broken probe from a broken contract), and the counts follow;
+- every `<failure>` and `<error>` has a `type` (CI dashboards group by it): `ContractBroken`, a could-not-check's
+  error, `BlockerLifted`, else the exception's class (`TestResult.error_type`);
 - every value written here passes `llmval.report.escape.xml_text` (a `/version` holding ESC or NUL would
   otherwise make the file unparseable for CI).
 
@@ -58,6 +60,7 @@ def finish_junit(path: Path, results: RunResults, inventory: Inventory) -> None:
     root = tree.getroot()
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     errored = {junit_names(t.nodeid): t for t in results.tests if t.outcome == "error"}
+    typed = {junit_names(t.nodeid): t.error_type for t in results.tests if t.error_type}
     for suite in suites:
         suite.set("name", xml_text(results.deployment or suite.get("name", "pytest")))
         old = suite.find("properties")
@@ -69,7 +72,11 @@ def finish_junit(path: Path, results: RunResults, inventory: Inventory) -> None:
         suite.insert(0, properties)
         moved = 0
         for case in suite.iter("testcase"):
-            test = errored.get((case.get("classname", ""), case.get("name", "")))
+            names = (case.get("classname", ""), case.get("name", ""))
+            for element in (*case.findall("failure"), *case.findall("error")):
+                if not element.get("type"):  # pytest's junitxml writes none: every one gets the run's type
+                    element.set("type", xml_text(typed.get(names, "") or element.tag.capitalize()))
+            test = errored.get(names)
             failure = case.find("failure")
             if test is None or failure is None:
                 continue

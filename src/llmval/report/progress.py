@@ -11,6 +11,7 @@ of pytest imports; without a terminal reporter (e.g. `-p no:terminal`) the lines
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -30,3 +31,39 @@ def terminal_progress(pluginmanager: Any, *, min_verbosity: int = 0) -> Callable
             reporter.write_line(line)
 
     return say
+
+
+class PipeSafe:
+    """A terminal stream that survives its reader going away (`pytest ... | head`): after the first broken pipe
+    its writes go to /dev/null, so the run still ends and writes its reports (a BrokenPipeError raised through
+    pytest's hooks aborted the run and, caught as an OSError of the reports, removed the last status.md and
+    junit.xml; issue 34.8). Everything else is the wrapped stream's."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+        self.broken = False
+
+    def _gone(self) -> None:
+        self.broken = True
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # the interpreter's last flush finds no pipe
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

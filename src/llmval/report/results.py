@@ -59,6 +59,9 @@ class TestResult(BaseModel):
     crash: str = ""
     """For a failed test: pytest's one-line crash message (`assert 1 == 2`, `ValueError: boom`), where no verdict
     explains the failure."""
+    error_type: str = ""
+    """For a failed or errored test: what junit's `type` says (`ContractBroken`, a could-not-check's error such as
+    `ModelNotServed`, `BlockerLifted`, else the exception's class: `AssertionError`)."""
     duration_s: float = 0.0
     markers: list[str] = Field(default_factory=list)
     verdicts: list[Verdict] = Field(default_factory=list)
