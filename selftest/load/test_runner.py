@@ -75,3 +75,25 @@ def test_too_short_input_is_a_clear_error():
     with pytest.raises(EndpointError, match="too short"):
         _run(FakeServer(FakeClock()), Workload(model="m", input_len=3, output_len=2, concurrency=1, num_requests=1,
                                                 warmup_requests=0))
+
+
+def test_a_long_run_says_where_it_is_while_it_runs_and_stops_saying_after_it():
+    """Issue 34.7: a perf attempt of 1.5 minutes said nothing between its first and last line."""
+    said: list[str] = []
+    server = FakeServer(FakeClock())
+
+    async def slow_idle_wait() -> None:
+        await asyncio.sleep(0.2)
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(server.handle), base_url="http://fake") as client:
+            run = await run_load(client, WORKLOAD, endpoint="fake", engine=VllmAdapter, nonce="p", clock=server.clock,
+                                 before_window=slow_idle_wait, progress=said.append, progress_every_s=0.02)
+            after = len(said)
+            await asyncio.sleep(0.1)
+            return run, after
+
+    run, after = asyncio.run(go())
+    assert len(run.records) == 12 and len(said) == after  # nothing more once the run returned
+    waits = [line for line in said if line.startswith("waiting for an idle server (")]
+    assert len(waits) >= 3, said

@@ -8,6 +8,7 @@ exactly like vLLM's `benchmark_duration`. Failed requests are kept and counted, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -106,6 +107,10 @@ class LoadRun:
 Send = Callable[[dict | bytes, RequestRecord], Awaitable[RequestRecord]]
 """Sends one request, filling the record it is given (`_request.stream_completion` or `WireClient.stream`)."""
 
+PROGRESS_EVERY_S = 15.0
+"""How often a long run says where it is (`run_load(progress=...)`): a C=4 attempt on two shared cores takes
+about 1.5 minutes, silent before (issue 34.7). One terminal line costs tens of microseconds of the loop."""
+
 SPIN_S = 0.0015
 """Open loop: the last stretch before a send time is waited in zero-timeout loop turns (streams keep being
 read), because the selector's timeouts round up to the millisecond."""
@@ -129,9 +134,34 @@ async def sleep_until(due: float, clock: Clock = time.perf_counter) -> None:
         await asyncio.sleep(wait - SPIN_S if wait > SPIN_S else 0)
 
 
+@dataclass
+class _Progress:
+    """Where a run is, said every `every_s` by a task of its own: the phase and its requests done."""
+
+    say: Callable[[str], None] | None
+    every_s: float = PROGRESS_EVERY_S
+    phase: str = "building prompts"
+    total: int = 0
+    done: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def enter(self, phase: str, total: int) -> None:
+        self.phase, self.total, self.done = phase, total, 0
+
+    def finished(self, record: RequestRecord) -> RequestRecord:
+        self.done += 1
+        return record
+
+    async def report(self) -> None:
+        while self.say is not None:
+            await asyncio.sleep(self.every_s)
+            counted = f": {self.done}/{self.total} requests done" if self.total else ""
+            self.say(f"{self.phase}{counted} ({time.monotonic() - self.started:.0f} s)")
+
+
 async def run_batch(client: httpx.AsyncClient | WireClient | Send, payloads: list, concurrency: int,
                      clock: Clock, offsets: list[float] | None = None,
-                     start: float | None = None) -> list[RequestRecord]:
+                     start: float | None = None, progress: _Progress | None = None) -> list[RequestRecord]:
     """All payloads, at most `concurrency` at once; with `offsets`, request i is due at start + offsets[i]
     (open loop: absolute times, a late request never delays the next one), then waits for a slot like vLLM's.
     Each record keeps its `scheduled_time`, so latency from the schedule and the send lag can be reported."""
@@ -146,7 +176,8 @@ async def run_batch(client: httpx.AsyncClient | WireClient | Send, payloads: lis
             record.scheduled_time = start + offsets[i]
             await sleep_until(record.scheduled_time, clock)
         async with semaphore:
-            return await send(payload, record)
+            done = await send(payload, record)
+        return progress.finished(done) if progress is not None else done
 
     return list(await asyncio.gather(*(limited(i, p) for i, p in enumerate(payloads))))
 
@@ -155,7 +186,9 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
                    prompts: list[Prompt] | None = None, nonce: str | None = None,
                    clock: Clock = time.perf_counter, metrics_client: httpx.AsyncClient | None = None,
                    before_window: Callable[[], Awaitable[None]] | None = None,
-                   streamer: WireClient | None = None, sample_interval_s: float | None = None) -> LoadRun:
+                   streamer: WireClient | None = None, sample_interval_s: float | None = None,
+                   progress: Callable[[str], None] | None = None,
+                   progress_every_s: float = PROGRESS_EVERY_S) -> LoadRun:
     """Warm up, then run `workload` against `client`'s server; prompts are built unless given.
 
     `engine` is the server's adapter class (`llmval.engines.adapter_class`): it names the counters read
@@ -164,7 +197,25 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
     `streamer`: the client of the streamed requests (the perf gates pass a `WireClient`: far less CPU per event
     than httpx); `client` still builds the prompts and reads the counters. None: `client` streams too.
     `sample_interval_s`: sample the engine's /metrics this often through the measured window (`_sampler`).
+    `progress`: told every `PROGRESS_EVERY_S` where the run is (`warmup: 2/4 requests done (31 s)`).
     """
+    where = _Progress(progress, progress_every_s)
+    reporter = asyncio.create_task(where.report()) if progress is not None else None
+    try:
+        return await _run_load(client, workload, endpoint=endpoint, engine=engine, prompts=prompts, nonce=nonce,
+                               clock=clock, metrics_client=metrics_client, before_window=before_window,
+                               streamer=streamer, sample_interval_s=sample_interval_s, where=where)
+    finally:
+        if reporter is not None:
+            reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reporter
+
+
+async def _run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: str, engine: type[EngineAdapter],
+                    prompts: list[Prompt] | None, nonce: str | None, clock: Clock,
+                    metrics_client: httpx.AsyncClient | None, before_window: Callable[[], Awaitable[None]] | None,
+                    streamer: WireClient | None, sample_interval_s: float | None, where: _Progress) -> LoadRun:
     nonce = nonce or secrets.token_hex(4)
     total = workload.warmup_requests + workload.num_requests
     if prompts is None:
@@ -176,7 +227,10 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
                                    temperature=workload.temperature, ignore_eos=workload.ignore_eos)
                 for p in prompts[:total]]
     streams = streamer if streamer is not None else client
-    warmup = await run_batch(streams, payloads[: workload.warmup_requests], workload.concurrency, clock)
+    where.enter("warmup", workload.warmup_requests)
+    warmup = await run_batch(streams, payloads[: workload.warmup_requests], workload.concurrency, clock,
+                              progress=where)
+    where.enter("waiting for an idle server", 0)
     if before_window is not None:
         await before_window()
     counters_client = metrics_client or client
@@ -189,8 +243,9 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
     if sampler is not None:
         await sampler.start()
     started = clock()
+    where.enter("measured window", len(measured))
     try:
-        records = await run_batch(streams, measured, workload.concurrency, clock, offsets)
+        records = await run_batch(streams, measured, workload.concurrency, clock, offsets, progress=where)
         duration = clock() - started
     finally:
         samples = await sampler.stop() if sampler is not None else None

@@ -19,6 +19,7 @@ calibration where the section's gates are machine-relative) and plots both. The 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -291,7 +292,9 @@ class PerfSession:
                                    warmup_requests=spec.warmup_requests)
                 self.say(f"perf {spec.label}: sweep at {rate:g} req/s ({workload.key()}) under {self.lock_path}")
                 for attempt in range(1, ATTEMPTS + 1):
-                    run, _, host = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s))
+                    progress = functools.partial(self._progress, f"perf {spec.label}: {rate:g} req/s attempt "
+                                                                 f"{attempt}/{ATTEMPTS}")
+                    run, _, host = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s, progress))
                     if not self._is_busy(host):
                         break
                     self.say(f"perf {spec.label}: client host busy at {rate:g} req/s, attempt {attempt} "
@@ -344,7 +347,9 @@ class PerfSession:
         self.say(f"perf {spec.label}: measuring C={concurrency} ({workload.key()}) under {self.lock_path}")
         with engine_lock(self.lock_path, self.lock_timeout_s):
             for attempt in range(1, ATTEMPTS + 1):
-                run, identity, host = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s))
+                progress = functools.partial(self._progress, f"perf {spec.label}: C={concurrency} attempt "
+                                                             f"{attempt}/{ATTEMPTS}")
+                run, identity, host = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s, progress))
                 foreign = bool(run.foreign_tokens and run.foreign_tokens > 0)
                 if not foreign and not self._is_busy(host):
                     break
@@ -421,8 +426,11 @@ class PerfSession:
             return False
         return host.is_busy
 
-    async def _run(self, endpoint: EndpointSpec, workload: Workload,
-                   sample_interval_s: float | None = None) -> tuple[LoadRun, dict, HostWindow]:
+    def _progress(self, what: str, where: str) -> None:
+        self.say(f"{what}: {where}")
+
+    async def _run(self, endpoint: EndpointSpec, workload: Workload, sample_interval_s: float | None = None,
+                   progress: Callable[[str], None] | None = None) -> tuple[LoadRun, dict, HostWindow]:
         engine = adapter_class(endpoint)
         probe = self._probe(endpoint)
         # No recorder: perf is never replayed, and teeing every streamed chunk would load the client. The streams
@@ -442,7 +450,7 @@ class PerfSession:
             try:
                 run = await run_load(client, workload, endpoint=endpoint.name, engine=engine,
                                      before_window=before_window, streamer=streamer,
-                                     sample_interval_s=sample_interval_s)
+                                     sample_interval_s=sample_interval_s, progress=progress)
             finally:
                 if streamer is not None:
                     await streamer.aclose()
