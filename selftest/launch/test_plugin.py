@@ -24,8 +24,9 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
             pass
     """)
     pytester.makeini("[pytest]\nmarkers =\n    destructive: changes a host\n")
-    return pytester.run(sys.executable, "-m", "pytest", *PLUGINS, "-p", "no:cacheprovider", "--inventory", INVENTORY,
-                        "--reports", str(pytester.path / "reports"), "-rs", "test_kills.py", *args, timeout=120)
+    # `=`: a bare path inside the checkout would make it pytest's rootdir (a usage error since issue 34.4)
+    return pytester.run(sys.executable, "-m", "pytest", *PLUGINS, "-p", "no:cacheprovider", f"--inventory={INVENTORY}",
+                        f"--reports={pytester.path / 'reports'}", "-rs", "test_kills.py", *args, timeout=120)
 
 
 @pytest.fixture(autouse=True)

@@ -1,18 +1,20 @@
 """`llmval init`: for every platform, the scaffold's inventory passes `llmval check-inventory`, the systemd unit
 runs the smoke contract with --wait-ready on that inventory, the workflow keeps GitHub's expressions and installs
-the package by its own name; no written file holds the writing machine's path, and the template units resolve to a
-repo under /tmp or /srv (`systemd-analyze verify`, where installed); a second init overwrites nothing."""
+llmval as it was installed here, pinned; pytest.ini turns the contract on (unless the folder has its own pytest
+configuration); no written file holds the writing machine's path, and the template units resolve to a repo under
+/tmp or /srv (`systemd-analyze verify`, where installed); a second init overwrites nothing."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 
 import pytest
 
 from llmval.__main__ import main
-from llmval.cli.init import PLATFORMS
+from llmval.cli.init import PLATFORMS, install_requirement, installed_requirement
 from llmval.inventory import load_inventory
 
 
@@ -30,7 +32,10 @@ def test_init_writes_a_valid_inventory_and_its_runners(platform, tmp_path, capsy
     assert "Unit=llmval-smoke@%i.service" in (folder / "systemd" / "llmval-smoke@.timer").read_text()
     workflow = (folder / ".github" / "workflows" / "llmval.yml").read_text()
     assert "${{ github.run_id }}" in workflow and "$name" not in workflow
-    assert "--inventory=inventory.toml" in workflow and "pip install -q pytest-llmval" in workflow
+    assert "--inventory=inventory.toml" in workflow and "-m \"$MARKEXPR\"" in workflow
+    install = shlex.quote(installed_requirement())  # as this llmval was installed (the package index lacks it)
+    assert f"pip install -q {install}" in workflow and f"pip install {install}" in service
+    assert (folder / "pytest.ini").read_text().splitlines()[-1] == "llmval_inventory = inventory.toml"
     for written in folder.rglob("*"):
         if written.is_file():
             assert str(tmp_path) not in written.read_text(), f"{written} holds the writing machine's path"
@@ -63,3 +68,40 @@ def test_init_never_overwrites(tmp_path, capsys):
     assert "never overwrites" in capsys.readouterr().err
     assert (tmp_path / "inventory.toml").read_text() == "mine\n"
     assert not (tmp_path / "systemd").exists()
+
+
+@pytest.mark.parametrize(("direct_url", "expected"), [
+    (None, "pytest-llmval==0.1.0"),
+    ({"url": "https://github.com/o/llmval.git", "vcs_info": {"vcs": "git", "commit_id": "0a1b2c"}},
+     "pytest-llmval @ git+https://github.com/o/llmval.git@0a1b2c"),
+    ({"url": "file:///srv/dist/pytest_llmval-0.1.0-py3-none-any.whl", "archive_info": {"hashes": {"sha256": "ff00"}}},
+     "pytest-llmval @ file:///srv/dist/pytest_llmval-0.1.0-py3-none-any.whl#sha256=ff00"),
+    ({"url": "file:///nonexistent/llmval", "dir_info": {"editable": True}}, "pytest-llmval @ file:///nonexistent/llmval"),
+], ids=["index", "git", "wheel", "folder"])
+def test_the_install_line_is_how_this_llmval_was_installed_pinned(direct_url, expected):
+    assert install_requirement(direct_url, "0.1.0") == expected
+
+
+def test_a_local_git_checkout_is_pinned_to_its_commit(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed here")
+    checkout = tmp_path / "llmval checkout"
+    checkout.mkdir()
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (checkout / "x").write_text("1\n")
+    subprocess.run([*git, "add", "x"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    url = checkout.as_uri()
+    assert install_requirement({"url": url, "dir_info": {}}, "0.1.0") == f"pytest-llmval @ git+{url}@{head}"
+    (checkout / "x").write_text("2\n")  # uncommitted: the commit is not what is installed
+    assert install_requirement({"url": url, "dir_info": {}}, "0.1.0") == f"pytest-llmval @ {url}"
+
+
+def test_init_beside_a_pytest_configuration_says_where_the_setting_goes(tmp_path, capsys):
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-ra"\n')
+    assert main(["init", str(tmp_path), "--platform", "vllm"]) == 0
+    assert not (tmp_path / "pytest.ini").exists()  # it would take precedence over their pyproject's settings
+    assert f"{tmp_path / 'pyproject.toml'} is this folder's pytest configuration: add `llmval_inventory = " \
+           "inventory.toml`" in capsys.readouterr().out

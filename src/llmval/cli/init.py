@@ -1,22 +1,40 @@
 """`llmval init [DIR] --platform <engine kind>`: scaffold an ops repo that uses llmval.
 
-Writes `inventory.toml` (a valid minimal inventory, every other key commented), `.github/workflows/llmval.yml`
+Writes `inventory.toml` (a valid minimal inventory, every other key commented), `pytest.ini` (its
+`llmval_inventory` setting, so a bare `pytest` runs the team's tests and the contract), `.github/workflows/llmval.yml`
 (smoke on push, the full contract nightly, from a self-hosted runner) and `systemd/llmval-smoke@.{service,timer}`
 (smoke after every boot, waiting for the stack with `--wait-ready`; template units whose instance is the repo's
-path, so nothing of the writing machine is hard-coded). It never overwrites a file.
+path, so nothing of the writing machine is hard-coded). It never overwrites a file: where the folder already has a
+pytest configuration, it says which line to add there instead of writing pytest.ini.
+
+The workflow and the unit install llmval as this llmval was installed, pinned (`install_requirement`, from the
+PEP 610 `direct_url.json` pip writes): a git URL at its commit, a wheel by its sha256, a local checkout at its
+git commit, or `pytest-llmval==<version>` from a package index.
 
     >>> sorted(PLATFORMS)
     ['openai', 'sglang', 'vllm']
+    >>> install_requirement({"url": "https://github.com/o/llmval", "vcs_info": {"vcs": "git", "commit_id": "ab12"}},
+    ...                     "0.1.0")
+    'pytest-llmval @ git+https://github.com/o/llmval@ab12'
+    >>> install_requirement(None, "0.1.0")
+    'pytest-llmval==0.1.0'
 """
 
 from __future__ import annotations
 
+import configparser
+import json
 import re
+import shlex
 import string
+import subprocess
+import tomllib
 from dataclasses import dataclass
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
+from .. import DISTRIBUTION, __version__
 from ..engines import ADAPTERS
 
 
@@ -33,11 +51,14 @@ PLATFORMS: dict[str, Platform] = {kind: Platform(kind, f"http://127.0.0.1:{adapt
 
 FILES: dict[str, str] = {
     "inventory.toml": "inventory.toml",
+    "pytest.ini": "pytest.ini",
     ".github/workflows/llmval.yml": "workflow.yml",
     "systemd/llmval-smoke@.service": "llmval-smoke@.service",
     "systemd/llmval-smoke@.timer": "llmval-smoke@.timer",
 }
 """Written path (relative to DIR) -> template (package data `llmval/templates/`)."""
+INI_SETTING = "llmval_inventory = inventory.toml"
+"""What turns the contract on for every pytest run of the ops repo (pytest.ini, or the folder's own config)."""
 
 
 class InitRefused(Exception):
@@ -50,24 +71,98 @@ def deployment_name(folder: Path) -> str:
     return name or "deployment"
 
 
-def render(template: str, platform: str, folder: Path) -> str:
-    """One template filled in (`$name`, `$engine`, `$model`, `$base_url`; GitHub's `${{ }}` kept). No absolute path
-    of `folder` goes in: the files are committed and used on other machines."""
+def install_requirement(direct_url: dict | None, version: str) -> str:
+    """The pip requirement that installs this llmval again, pinned, from PEP 610's `direct_url.json` (None: it
+    came from a package index). A local checkout is pinned to its git commit where it is one (`git_commit`)."""
+    if direct_url is None:
+        return f"{DISTRIBUTION}=={version}"
+    url = str(direct_url.get("url", ""))
+    vcs = direct_url.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("commit_id"):
+        return f"{DISTRIBUTION} @ {vcs.get('vcs', 'git')}+{url}@{vcs['commit_id']}"
+    archive = direct_url.get("archive_info")
+    if isinstance(archive, dict):
+        hashes = archive.get("hashes") or {}
+        pin = f"#sha256={hashes['sha256']}" if isinstance(hashes, dict) and hashes.get("sha256") else ""
+        return f"{DISTRIBUTION} @ {url}{pin}"
+    if url.startswith("file://") and (commit := git_commit(Path(unquote(urlparse(url).path)))):
+        return f"{DISTRIBUTION} @ git+{url}@{commit}"
+    return f"{DISTRIBUTION} @ {url}"
+
+
+def git_commit(folder: Path) -> str | None:
+    """The commit checked out in `folder` when it is a git work tree with nothing uncommitted, else None."""
+    try:
+        head = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        dirty = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0 or dirty.returncode != 0 or dirty.stdout.strip():
+        return None
+    return head.stdout.strip() or None
+
+
+def installed_requirement() -> str:
+    """`install_requirement` of the llmval that runs now."""
+    try:
+        text = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        text = None
+    try:
+        direct_url = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        direct_url = None
+    return install_requirement(direct_url if isinstance(direct_url, dict) else None, __version__)
+
+
+def pytest_config_of(folder: Path) -> Path | None:
+    """The file of `folder` pytest would read its settings from, if one is there (pytest's own order)."""
+    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
+        if (folder / name).is_file():
+            return folder / name
+    try:
+        pyproject = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        pyproject = {}
+    if "pytest" in pyproject.get("tool", {}):
+        return folder / "pyproject.toml"
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(folder / name, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_section(section):
+            return folder / name
+    return None
+
+
+def render(template: str, platform: str, folder: Path, install: str = "") -> str:
+    """One template filled in (`$name`, `$engine`, `$model`, `$base_url`, `$install`; GitHub's `${{ }}` kept). No
+    absolute path of `folder` goes in: the files are committed and used on other machines."""
     chosen = PLATFORMS[platform]
     text = (resources.files("llmval") / "templates" / template).read_text(encoding="utf-8")
     return string.Template(text).safe_substitute(name=deployment_name(folder), engine=chosen.engine,
-                                                 model=chosen.model, base_url=chosen.base_url)
+                                                 model=chosen.model, base_url=chosen.base_url,
+                                                 install=shlex.quote(install or installed_requirement()))
 
 
 def scaffold(folder: Path, platform: str) -> list[Path]:
-    """Write the ops-repo files into `folder`; InitRefused (nothing written) if any of them exists."""
+    """Write the ops-repo files into `folder`; InitRefused (nothing written) if any of them exists. Where the folder
+    has a pytest configuration of its own, pytest.ini is not written (`pytest_config_of` says where the setting
+    goes)."""
     if platform not in PLATFORMS:
         raise InitRefused(f"unknown platform {platform!r}; valid: {sorted(PLATFORMS)}")
-    targets = {folder / rel: template for rel, template in FILES.items()}
+    own_config = pytest_config_of(folder)
+    targets = {folder / rel: template for rel, template in FILES.items()
+               if not (rel == "pytest.ini" and own_config is not None)}
     existing = [str(p) for p in targets if p.exists()]
     if existing:
         raise InitRefused(f"llmval init never overwrites: {', '.join(existing)} already exist(s)")
+    install = installed_requirement()
     for path, template in targets.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(template, platform, folder), encoding="utf-8")
+        path.write_text(render(template, platform, folder, install), encoding="utf-8")
     return list(targets)

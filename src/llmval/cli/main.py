@@ -8,6 +8,7 @@ inventory and prints the diff against X."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -19,6 +20,15 @@ from ..core.files import read_regular_text
 from ..core.secrets import secret_problems
 from ..engines import ADAPTERS
 from ..inventory import MAX_INVENTORY_BYTES, inventory_json_schema, load_inventory
+
+CONTRACT_HELP = """\
+the contract itself runs under pytest (this command only prepares and inspects):
+  llmval init . --platform vllm               # inventory.toml, pytest.ini (llmval_inventory), CI, systemd
+  pytest                                      # your tests and the whole contract (pytest.ini names the inventory)
+  pytest -m smoke --wait-ready=300            # the after-reboot checks, once the stack answers
+  pytest --inventory=inventory.toml -m smoke  # without the ini setting (write the path with '=')
+  pytest --replay=rec/                        # judge a recording (--record=rec/) offline
+reports: reports/status.md, junit.xml, results.json; options: pytest --help (group "llmval")"""
 
 
 class _Version(argparse.Action):
@@ -34,12 +44,14 @@ class _Version(argparse.Action):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="llmval", description=__doc__)
+    parser = argparse.ArgumentParser(prog="llmval", description=__doc__, epilog=CONTRACT_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_Version, help="print the version and where llmval is installed")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("schema", help="print the inventory JSON Schema")
     check = commands.add_parser("check-inventory", help="validate inventory files")
-    check.add_argument("paths", nargs="+")
+    check.add_argument("paths", nargs="+", metavar="FILE",
+                       help="inventory TOML files (e.g. inventory.toml, as `llmval init` writes it)")
     commands.add_parser("bench", add_help=False,
                         help="calibrate the perf instruments (--calibrated, --ceiling; see bench --help)")
     snap = commands.add_parser("snapshot", help="read the deployment and write what it observed as an inventory")
@@ -82,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from .init import InitRefused, scaffold
+    from .init import INI_SETTING, InitRefused, installed_requirement, pytest_config_of, scaffold
 
     try:
         written = scaffold(Path(args.dir), args.platform)
@@ -91,8 +103,12 @@ def _init(args: argparse.Namespace) -> int:
         return int(pytest.ExitCode.USAGE_ERROR)
     for path in written:
         print(f"wrote {path}")
+    if (own := pytest_config_of(Path(args.dir))) is not None:
+        print(f"{own} is this folder's pytest configuration: add `{INI_SETTING}` to its pytest section, so that "
+              "every pytest run here runs the contract")
+    print(f"llmval installs in CI and the unit as: pip install {shlex.quote(installed_requirement())}")
     print(f"next: edit {written[0]}, then `llmval check-inventory {written[0]}` and "
-          f"`llmval snapshot --inventory {written[0]}` to see what the deployment says")
+          f"`llmval snapshot --inventory {written[0]}` to see what the deployment says; `pytest` runs it")
     return 0
 
 

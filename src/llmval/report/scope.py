@@ -7,19 +7,32 @@ of a declared scope: `nightly` (the whole contract: all of it collected, no `-m`
 line ("partial: -k kv_cache") and writes its own record under `reports/partial/`, so it never replaces the last
 full status or enters the history as a full run.
 
+A `-m` is judged by what it selects of the contract, where every test is marked `llmval` and `nightly`: `-m "smoke
+or not llmval"` (the smoke checks and the ops repo's own tests, as `llmval init`'s CI runs them) is the smoke scope,
+`-m "nightly or not llmval"` the whole contract (`on_the_contract`).
+
     >>> scope_of(Selection(markexpr="smoke")).describe()
     '-m smoke'
     >>> scope_of(Selection(keyword="kv_cache", paths=("hosts/test_gpus.py",))).describe()
     'partial: -k kv_cache, hosts/test_gpus.py'
+    >>> scope_of(Selection(markexpr="smoke or not llmval")).describe()
+    '-m smoke'
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 SCOPES = {"": "nightly", "nightly": "nightly", "smoke": "smoke"}
 """The declared scopes, by `-m` expression: each keeps the deployment's status (the history keeps each apart)."""
+ON_EVERY_CONTRACT_TEST = ("llmval", "nightly")
+"""Markers every contract test carries (fixtures/options.py adds them)."""
+MAX_FREE_MARKERS = 10
+"""An expression naming more other markers than this is not compared by its truth table (2**10 rows)."""
 PARTIAL = "partial"
 PARTIAL_DIR = "partial"
 """Where a partial run's record goes, under the reports folder."""
@@ -66,10 +79,98 @@ FULL = RunScope("nightly")
 """The whole contract."""
 
 
+_TOKEN = re.compile(r"\s*(\(|\)|(?:\w|:|\+|-|\.|\[|\]|\\|/)+)")
+"""pytest's `-m` tokens: parentheses and identifiers (`and`, `or`, `not` among them)."""
+
+
+def _compile(markexpr: str) -> tuple[Callable[[dict[str, bool]], bool], set[str]] | None:
+    """`-m`'s grammar (or, and, not, parentheses, marker names) as a function of the markers' truth, and the names
+    it reads; None for anything else (marker arguments, a syntax error): such an expression is not compared."""
+    tokens, position = [], 0
+    while position < len(markexpr.rstrip()):
+        found = _TOKEN.match(markexpr, position)
+        if found is None:
+            return None
+        tokens.append(found[1])
+        position = found.end()
+    names: set[str] = set()
+    at = 0
+
+    def peek() -> str | None:
+        return tokens[at] if at < len(tokens) else None
+
+    def take() -> str:
+        nonlocal at
+        at += 1
+        return tokens[at - 1]
+
+    def disjunction() -> Callable[[dict[str, bool]], bool]:
+        parts = [conjunction()]
+        while peek() == "or":
+            take()
+            parts.append(conjunction())
+        return lambda truth: any(p(truth) for p in parts)
+
+    def conjunction() -> Callable[[dict[str, bool]], bool]:
+        parts = [negation()]
+        while peek() == "and":
+            take()
+            parts.append(negation())
+        return lambda truth: all(p(truth) for p in parts)
+
+    def negation() -> Callable[[dict[str, bool]], bool]:
+        token = peek()
+        if token is None or token in ("and", "or", ")"):
+            raise ValueError(markexpr)
+        take()
+        if token == "not":
+            inner = negation()
+            return lambda truth: not inner(truth)
+        if token == "(":
+            inner = disjunction()
+            if peek() != ")":
+                raise ValueError(markexpr)
+            take()
+            return inner
+        names.add(token)
+        return lambda truth: truth[token]
+
+    try:
+        function = disjunction() if tokens else (lambda truth: True)
+    except ValueError:
+        return None
+    return (function, names) if at == len(tokens) else None
+
+
+def on_the_contract(markexpr: str) -> str:
+    """The declared scope's `-m` that `markexpr` equals on the contract's tests (every one marked
+    `ON_EVERY_CONTRACT_TEST`), else `markexpr` itself.
+
+    >>> on_the_contract("smoke or not llmval"), on_the_contract("(not llmval) or nightly"), on_the_contract("perf")
+    ('smoke', '', 'perf')
+    """
+    if markexpr in SCOPES:
+        return markexpr
+    compiled = _compile(markexpr)
+    if compiled is None:
+        return markexpr
+    function, names = compiled
+    free = sorted((names | {"smoke"}) - set(ON_EVERY_CONTRACT_TEST))
+    if len(free) > MAX_FREE_MARKERS:
+        return markexpr
+    rows = [dict(zip(free, values, strict=True), **dict.fromkeys(ON_EVERY_CONTRACT_TEST, True))
+            for values in itertools.product((False, True), repeat=len(free))]
+    for declared, selects in (("", lambda truth: True), ("smoke", lambda truth: truth["smoke"])):
+        if all(function(row) == selects(row) for row in rows):
+            return declared
+    return markexpr
+
+
 def scope_of(selection: Selection) -> RunScope:
     """The scope a run of `selection` judges."""
     narrowed = []
-    if selection.markexpr not in SCOPES:
+    markexpr = on_the_contract(selection.markexpr)
+    if markexpr not in SCOPES:
         narrowed.append(f"-m {shlex.quote(selection.markexpr)}")
     if selection.keyword:
         narrowed.append(f"-k {shlex.quote(selection.keyword)}")
@@ -78,7 +179,7 @@ def scope_of(selection: Selection) -> RunScope:
     narrowed += list(selection.paths)
     if narrowed:
         return RunScope(PARTIAL, ", ".join(narrowed))
-    return RunScope(SCOPES[selection.markexpr])
+    return RunScope(SCOPES[markexpr])
 
 
 def recorded_scope(name: str, selection: str, markexpr: str) -> RunScope:
