@@ -1,106 +1,27 @@
-"""llmval used from an ops repo of its own, as a new user sets it up (issue 20, "Done means"): the wheel built
-from this checkout is installed into a venv *inside* an empty repo (`python3 -m venv .venv && .venv/bin/pip
-install <wheel>`), `llmval init` scaffolds it, the kpro6 host and serving recordings are given as the recording
-of one run, and the team keeps a testinfra test of its own beside the contract. Then: smoke is GREEN with every
-shipped smoke check collected, their testinfra test passes in the same session (a test file of theirs with the
-basename of a contract file too), node ids printed in the terminal, junit, results.json and status.md each run
-exactly that test when pasted back, one area is picked by its `llmval/<area>` id or `--pyargs`, `--version`,
-`--markers` and `--fixtures` work without an inventory, and other suites in that venv see no llmval, no
-pytest-benchmark header and no `.benchmarks/`.
-
-Offline: pip installs only the wheel (`--no-index --no-deps`); the third-party packages come from the suite's
-venv through a .pth line written after that install (llmval itself comes only from the wheel: the suite's
-editable install is not visible, its .pth is not processed); pytest runs as `.venv/bin/python -m pytest`, since
-its console script stays in the suite's venv."""
+"""llmval used from an ops repo of its own, as a new user sets it up (issue 20, "Done means"; the repo:
+selftest/plugin/opsrepo.py, `ops`): smoke is GREEN with every shipped smoke check collected, their testinfra test
+passes in the same session (a test file of theirs with the basename of a contract file too), node ids printed in
+the terminal, junit, results.json and status.md each run exactly that test when pasted back, one area is picked by
+its `llmval/<area>` id or `--pyargs`, `--version`, `--markers` and `--fixtures` work without an inventory, and
+other suites in that venv see no llmval, no pytest-benchmark header and no `.benchmarks/`."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 
+from selftest.plugin.opsrepo import FP8_KV, OpsRepo
 from selftest.strategies import ROOT
 
 pytestmark = pytest.mark.subprocess  # a wheel built and installed, pytest and llmval run from it
-
-REPLAYS = ROOT / "selftest" / "data" / "replays"
-ONE_RUN = [REPLAYS / "hosts" / "SYNTHESIZED-kpro6-healthy", REPLAYS / "SYNTHESIZED-kpro6-sglang-healthy"]
-"""The kpro6 host recording and the serving recording: one folder holding both is the recording of one run."""
-FP8_KV = REPLAYS / "SYNTHESIZED-kpro6-sglang-fp8-kv"
-
-THEIR_TESTINFRA_TEST = '''"""The ops team's own testinfra test as it was before llmval (only the smoke marker added)."""
-import pytest
-
-pytestmark = pytest.mark.smoke
-
-
-def test_passwd_belongs_to_root(host):
-    passwd = host.file("/etc/passwd")
-    assert passwd.is_file and passwd.user == "root"
-'''
-THEIR_SAME_BASENAME = '''import pytest
-
-pytestmark = pytest.mark.smoke
-
-
-def test_a_shell_is_there(host):
-    assert host.exists("sh")
-'''
-
-
-@dataclasses.dataclass(frozen=True)
-class OpsRepo:
-    path: Path
-    wheel: Path
-
-    @property
-    def bin(self) -> Path:
-        return self.path / ".venv" / "bin"
-
-    def run(self, *args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-        return subprocess.run([str(self.bin / args[0]), *args[1:]], cwd=cwd or self.path, capture_output=True,
-                              text=True, timeout=timeout)
-
-    def pytest(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-        return self.run("python", "-m", "pytest", "--inventory=inventory.toml", "--replay", "rec", *args, cwd=cwd)
-
-
-@pytest.fixture(scope="module")
-def ops(tmp_path_factory: pytest.TempPathFactory) -> OpsRepo:
-    work = tmp_path_factory.mktemp("package")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(work / "dist"), str(ROOT)], check=True,
-                   capture_output=True, timeout=240)
-    wheel = next((work / "dist").glob("pytest_llmval-*.whl"))
-    repo = work / "ops"
-    repo.mkdir()
-    subprocess.run([sys.executable, "-m", "venv", ".venv"], cwd=repo, check=True, timeout=120)
-    subprocess.run([".venv/bin/pip", "install", "-q", "--no-index", "--no-deps", "--disable-pip-version-check",
-                    str(wheel)], cwd=repo, check=True, capture_output=True, timeout=240)
-    site = Path(subprocess.run([".venv/bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               cwd=repo, check=True, capture_output=True, text=True).stdout.strip())
-    (site / "zz-suite-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    ops = OpsRepo(repo, wheel)
-    init = ops.run("llmval", "init", ".", "--platform", "sglang")
-    assert init.returncode == 0, init.stderr
-    shutil.copy(ROOT / "inventories" / "kpro6.toml", repo / "inventory.toml")  # their real inventory
-    (repo / "rec").mkdir()
-    for recording in ONE_RUN:
-        for part in recording.glob("*.jsonl"):
-            shutil.copy(part, repo / "rec" / part.name)
-    (repo / "tests").mkdir()
-    (repo / "tests" / "test_theirs.py").write_text(THEIR_TESTINFRA_TEST)
-    (repo / "tests" / "test_gpus.py").write_text(THEIR_SAME_BASENAME)
-    return ops
 
 
 @pytest.fixture(scope="module")
