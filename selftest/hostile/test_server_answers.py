@@ -158,3 +158,17 @@ def test_a_200_mb_models_body_is_refused_past_the_cap_without_the_memory(tmp_pat
     outcome, message = _outcomes(run)["test_served_model_matches_inventory"]
     assert outcome == "error" and "larger than 64 MiB" in message, message
     assert before / 1024 > 700 or peak_mb < 700, f"the run peaked at {peak_mb:.0f} MB"
+
+
+def test_a_56_mib_models_body_under_the_byte_cap_is_refused_before_it_is_parsed(tmp_path):
+    """Under the 64 MiB cap, 56 MiB of /v1/models entries took 2.5 GB of RSS to read and parse (issue 32.2)."""
+    item = b'{"id":"m","object":"model"},'
+    body = b'{"object":"list","data":[' + item * (56 * 2**20 // len(item)) + b'{"id":"smollm2"}]}'
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    with HostileServer({"/v1/models": answer(body)}) as server:
+        run = run_contract(server, tmp_path, endpoint={"request_timeout_s": 30})
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    _no_traceback(run)
+    outcome, message = _outcomes(run)["test_served_model_matches_inventory"]
+    assert outcome == "error" and "over the 16 Mi the suite parses" in message, message
+    assert before / 1024 > 900 or peak_mb < 900, f"the run peaked at {peak_mb:.0f} MB"
