@@ -21,8 +21,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -83,6 +85,25 @@ def test_the_generated_install_line_is_this_install_pinned_and_it_installs(ops, 
     again = subprocess.run([str(tmp_path / "venv" / "bin" / "pip"), "install", "-q", "--no-index", "--no-deps",
                             "--disable-pip-version-check", *requirement], capture_output=True, text=True, timeout=240)
     assert again.returncode == 0, again.stderr[-2000:]
+
+
+def test_a_wheel_built_from_a_used_checkout_ships_no_stale_module(tmp_path):
+    """A checkout built before keeps build/lib; a module deleted since then must not ship (`pip install <checkout>`
+    is the install line the README gives)."""
+    checkout = tmp_path / "llmval"
+    for part in ("src", "fixtures", "tests", "inventories"):
+        shutil.copytree(ROOT / part, checkout / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for part in ("setup.py", "pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / part, checkout / part)
+    stale = checkout / "build" / "lib" / "llmval" / "report" / "moved_away.py"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("ANSWER = 'from an earlier build'\n")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "-w", str(tmp_path / "dist"), str(checkout)], check=True,
+                   capture_output=True, timeout=240)
+    with zipfile.ZipFile(next((tmp_path / "dist").glob("pytest_llmval-*.whl"))) as wheel:
+        names = wheel.namelist()
+    assert "llmval/report/junit.py" in names and "llmval/report/moved_away.py" not in names
 
 
 # ---- 2. the contract never silently off ------------------------------------------------------------------------
