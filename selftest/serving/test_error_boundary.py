@@ -135,3 +135,49 @@ def test_every_error_class_is_exported_by_its_package():
         if (exported is not None and cls.__name__ not in exported) or getattr(namespace, cls.__name__, None) is not cls:
             missing.append(f"{namespace.__name__}.{cls.__name__}")
     assert missing == []
+
+
+@pytest.mark.parametrize("path", ["/health", "/v1/models"])
+def test_a_recorded_timeout_replays_as_the_live_timeout_in_the_live_words(tmp_path, path):
+    """Issue 31.4: a REAL ReadTimeout (a socket that accepts and never answers, on loopback), recorded, then
+    replayed: the same error class (EndpointTimeout, not EndpointUnreachable; for /v1/models the first /health
+    probe's timeout makes it "not sent", live and replayed alike) and the same words (`no answer
+    within 0.5 s (the whole request's time; nothing came): the server is hung ...`), not `ConnectError: (replayed)
+    ReadTimeout(...)`."""
+    import socket
+
+    from llmval.engines import adapter_for
+    from llmval.inventory import EndpointSpec
+    from llmval.io.recording import Recorder, Replay
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections complete in the backlog; nothing ever reads or answers them
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        spec = EndpointSpec(name="ep", platform="p", base_url=url, engine="vllm", model="m", health_timeout_s=0.5,
+                            request_timeout_s=0.5)
+        live_client = make_client(url, timeout_s=0.5, recorder=Recorder(tmp_path / "rec"))
+        with pytest.raises(EndpointError) as live:
+            adapter_for(spec, live_client).request("GET", path)
+    recorded = (tmp_path / "rec").glob("http-*.jsonl")
+    assert any('"error": "ReadTimeout(' in f.read_text() for f in recorded)
+    replayed_client = make_client(url, timeout_s=0.5, replay=Replay(tmp_path / "rec"))
+    with pytest.raises(EndpointError) as replayed:
+        adapter_for(spec, replayed_client).request("GET", path)
+    assert type(live.value) is type(replayed.value)
+    assert path != "/health" or type(replayed.value) is EndpointTimeout  # not EndpointUnreachable
+    assert str(replayed.value) == str(live.value), (str(live.value), str(replayed.value))
+    assert "no answer within 0.5 s" in str(replayed.value) and "(replayed)" not in str(replayed.value)
+
+
+def test_a_recorded_reset_replays_in_its_own_words():
+    """The REAL ReadError of REAL-local-fault-killed (the engine's group SIGKILLed mid-answer) replays as the live
+    error said it: `ReadError: [Errno 104] Connection reset by peer`, EndpointUnreachable."""
+    from llmval.io.http import recorded_error
+
+    request = httpx.Request("GET", "http://127.0.0.1:8346/health")
+    error = recorded_error("ReadError('[Errno 104] Connection reset by peer')", request)
+    with pytest.raises(EndpointUnreachable, match=r": ReadError: \[Errno 104\] Connection reset by peer$"), \
+            httpx_errors("[ep] GET http://127.0.0.1:8346/health"):
+        raise error
+    assert str(recorded_error("not a repr", request)) == "(replayed) not a repr"

@@ -14,9 +14,11 @@ and every caller catches our errors only. `json_of` is the one reading of a JSON
 
 from __future__ import annotations
 
+import ast
 import base64
 import ipaddress
 import os
+import re
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -181,10 +183,35 @@ class AsyncRecordingTransport(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+RECORDED_ERROR_RE = re.compile(r"^(?P<kind>[A-Z]\w*)\((?P<args>.*)\)$", re.S)
+
+
+def recorded_error(error: str, request: httpx.Request) -> httpx.TransportError:
+    """The httpx error a recording's `error` (the live error's repr, `ReadTimeout('timed out')`) stands for: the
+    same class with the same words, so the replayed verdict is the live one (a timeout stays `EndpointTimeout`,
+    `no answer within 60 s (ReadTimeout)`). A repr that names no httpx transport error replays as a ConnectError
+    that quotes it whole.
+
+    >>> type(recorded_error("ReadTimeout('timed out')", httpx.Request("GET", "http://x/"))).__name__
+    'ReadTimeout'
+    >>> str(recorded_error("ConnectError('[Errno 111] Connection refused')", httpx.Request("GET", "http://x/")))
+    '[Errno 111] Connection refused'
+    """
+    match = RECORDED_ERROR_RE.match(error.strip())
+    kind = getattr(httpx, match["kind"], None) if match else None
+    if match and isinstance(kind, type) and issubclass(kind, httpx.TransportError):
+        try:
+            words = ast.literal_eval(match["args"]) if match["args"] else ""
+        except (ValueError, SyntaxError):
+            words = match["args"]
+        return kind(words if isinstance(words, str) else str(words), request=request)
+    return httpx.ConnectError(f"(replayed) {error}", request=request)
+
+
 def _replayed(replay: Replay, request: httpx.Request) -> httpx.Response:
     exchange = replay.http(request.method, str(request.url), request.read())
     if exchange.error is not None:
-        raise httpx.ConnectError(f"(replayed) {exchange.error}", request=request)
+        raise recorded_error(exchange.error, request)
     return httpx.Response(exchange.status, headers=exchange.headers, content=exchange.body, request=request)
 
 
