@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from selftest.strategies import ROOT
+
 from ._contract import INVENTORIES, REPLAYS, not_passed, run_hosts
 
 pytest_plugins = ["pytester"]
@@ -41,3 +43,37 @@ def test_live_recording_of_the_contract_on_the_h200_replays_green(pytester):
     health = ("pcie_link_at_its_maximum", "no_uncorrectable_ecc_errors", "no_pending_row_remap", "no_xid_since_boot",
               "no_thermal_or_power_slowdown", "persistence_mode_as_declared")
     assert {f"test_gpu_{name}[h200]" for name in health} <= passed
+
+
+def test_a_recording_made_before_the_process_reads_re_judges_the_real_engine_core_allowed(pytester):
+    """Issue 31.6: REAL-h200-vllm-0.24.0-healthy with the reads that came later (ps rows, GPU memory per pid,
+    listening ports, port owners) left out, as a recording made before them holds it: fuser's REAL line
+    `1119 F...m VLLM::EngineCor` and `922 F.... python3` alone. The fallback matches names as the live path does,
+    so the kernel's 15-character comm is the owner's `VLLM::EngineCore` (and `python3` the program of the allowed
+    API-server command line), and the old GREEN recording stays GREEN; before, both were strays."""
+    import json
+
+    from llmval.hostfacts import COMMANDS
+    from llmval.hostfacts.processes import GPU_APPS, LISTENING, PORT_PIDS, PROCESS_ROWS
+
+    real = ROOT / "selftest" / "data" / "replays" / "REAL-h200-vllm-0.24.0-healthy"
+    later = (*(c.template.split("{", 1)[0] for c in (PROCESS_ROWS, PORT_PIDS)), GPU_APPS.template, LISTENING.template)
+    folder = pytester.path / "before-the-process-reads"
+    folder.mkdir()
+    for path in real.glob("commands-*.jsonl"):
+        kept = [line for line in path.read_text().splitlines() if not json.loads(line)["command"].startswith(later)]
+        assert len(kept) < len(path.read_text().splitlines())
+        (folder / path.name).write_text("\n".join(kept) + "\n")
+    assert any(json.loads(line)["command"] == COMMANDS["gpu-holders"].render() and "1119 F...m VLLM::EngineCor"
+               in json.loads(line)["stdout"] for line in (folder / "commands-1581.jsonl").read_text().splitlines())
+    result, outcomes = run_hosts(pytester, "--inventory", str(real / "inventory.toml"), "--replay", str(folder),
+                                 "-p", "no:xdist")
+    short = {n.split("::")[1]: o for n, o in outcomes.items()}
+    assert short["test_no_stray_gpu_processes[h200]"][0] == "passed", result.stdout.str()[-3000:]
+    assert short["test_no_zombie_gpu_workers[h200]"][0] == "skipped"  # no process reads to judge zombies by
+    stray = next(t for t in json.loads((pytester.path / "reports" / "results.json").read_text())["tests"]
+                 if "stray" in t["nodeid"])["verdicts"][-1]
+    assert "pid 1119 VLLM::EngineCor: allowed as `VLLM::EngineCore`: its comm `VLLM::EngineCor`, the kernel's " \
+           "15-character cut" in stray["evidence"], stray
+    assert "pid 922 python3: allowed as `python3 -m vllm.entrypoints.openai.api_server`: its comm `python3` is that " \
+           "command line's program" in stray["evidence"], stray

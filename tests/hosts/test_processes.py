@@ -26,9 +26,10 @@ def test_no_stray_gpu_processes(host, facts, expect, settings):
     judged = _judgement(host, facts, settings) if up else None
     if judged is None:  # stack down, or a recording made before the process reads: fuser and names only
         from llmval.hostfacts import holder_is_allowed
-        stray = [f"{h.pid} {h.command}" for h in facts.gpu_holders()
-                 if not (up and holder_is_allowed(h, facts, rule.allowed, rule.allowed_units))]
-        evidence = ""
+        holders = [(h, holder_is_allowed(h, facts, rule.allowed, rule.allowed_units) if up else None)
+                   for h in facts.gpu_holders()]
+        stray = [f"{h.pid} {h.command}" for h, allowed in holders if allowed is None]
+        evidence = "; ".join(f"pid {h.pid} {h.command}: {allowed}" for h, allowed in holders if allowed)
     else:
         judgement, holders, _ = judged
         stray = [f"{h.pid} {h.name}" for h in judgement.strays]

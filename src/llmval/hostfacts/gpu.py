@@ -6,6 +6,7 @@ import re
 import time
 
 from ..core.errors import CommandFailed, LlmvalError
+from ..gpu.holders import match_name
 from ..parsers.nvidia_smi import (
     GPU_QUERY_FIELDS,
     GpuInfo,
@@ -113,11 +114,22 @@ def cgroup(host: Reader, pid: int) -> str:
     return next((line for line in lines if line.startswith("0::")), lines[0] if lines else "")
 
 
-def holder_is_allowed(holder: GpuHolder, facts, allowed: list[str], allowed_units: list[str]) -> bool:
-    """A GPU holder is a serving process: its name is allowed, or its cgroup is one of the allowed units."""
-    if holder.command in allowed:
-        return True
+def holder_is_allowed(holder: GpuHolder, facts, allowed: list[str], allowed_units: list[str]) -> str | None:
+    """How a GPU holder is a serving process (its name is allowed, or its cgroup is one of the allowed units), or
+    None. From fuser's name alone (a recording made before the process reads has no command line), matched as the
+    live path matches it (`llmval.gpu.holders.match_name`): the kernel's 15-character comm `VLLM::EngineCor` is
+    the owner's `VLLM::EngineCore`, and `python3` the program of an allowed `python3 -m ...` command line (issue
+    31.6: an old GREEN recording must not turn RED on a name). Live, the command lines are read and
+    `llmval.gpu.holders.judge` decides; this is for recordings only."""
+    if (name := match_name(holder.command, None, allowed)) is not None:
+        return f"allowed as `{name.allowed}`: {name.how}"
+    # an allowed command line (`python3 -m vllm.entrypoints.openai.api_server`) whose program is the comm: the
+    # recording holds no command line to compare the rest with, so the name is all there is to judge
+    program = next((n for n in allowed if " " in n and n.split(" ", 1)[0].rsplit("/", 1)[-1] == holder.command), None)
+    if program is not None:
+        return (f"allowed as `{program}`: its comm `{holder.command}` is that command line's program (no command "
+                "line recorded to compare the rest with)")
     if not allowed_units:
-        return False
+        return None
     unit = GpuHolder(holder.pid, holder.command, facts.cgroup(holder.pid)).unit
-    return unit in allowed_units
+    return f"in allowed unit {unit}" if unit in allowed_units else None
