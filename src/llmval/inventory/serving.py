@@ -48,19 +48,38 @@ class ServingExpect(Spec):
 
 
 DEFAULT_LARGE_ARGUMENT_KIB = (8, 32, 64)
-LARGE_ARGUMENT_BYTES_PER_TOKEN_MAX = 4
-"""No tokenizer packs the large-string text denser than this: SmolLM2's reads it at 1.98 bytes a token in the
-prompt and 1.41 JSON-escaped in the answer (measured on the catalogue's own 1/8/32 KiB values)."""
+LARGE_ARGUMENT_PROMPT_BYTES_PER_TOKEN = 1.9
+"""Bytes of the large-string text per prompt token: SmolLM2's tokenizer (49k entries, a small vocabulary: larger
+ones pack denser) reads the catalogue's own 1/8/32 KiB values at 1.98 bytes a token in the prompt."""
+LARGE_ARGUMENT_ANSWER_BYTES_PER_TOKEN = 1.4
+"""Bytes of the value per answer token: the same tokenizer writes it back JSON-escaped at 1.41 bytes a token."""
+LARGE_ARGUMENT_PROMPT_ENVELOPE_TOKENS = 512
+"""The prompt around the value: the instruction, the chat template and the tool's schema (SmolLM2's hermes
+template: ~300 tokens), with room to spare."""
+LARGE_ARGUMENT_ANSWER_ENVELOPE_TOKENS = 64
+"""The answer around the value: the tool-call markup, the function name and the path (~30 tokens)."""
+
+
+def tool_call_max_tokens_cap(max_model_len: int | None) -> int | None:
+    """The most tokens a tool-call case may ask to generate: half the served context, so the prompt keeps the
+    other half (the engine refuses a request whose prompt and max_tokens exceed max_model_len)."""
+    return max_model_len // 2 if max_model_len else None
 
 
 def large_argument_fits(kib: int, max_model_len: int) -> bool:
-    """Whether a large-string case of `kib` KiB can fit the served context at all: its value is in the prompt and
-    again in the answer, each at least kib * 1024 / LARGE_ARGUMENT_BYTES_PER_TOKEN_MAX tokens.
+    """Whether a large-string case of `kib` KiB fits the served context as the sweep sends it: its prompt (the value
+    at LARGE_ARGUMENT_PROMPT_BYTES_PER_TOKEN plus the envelope) within the half the answer does not take, and the
+    value written back (at LARGE_ARGUMENT_ANSWER_BYTES_PER_TOKEN plus its envelope) within the answer's
+    `tool_call_max_tokens_cap`. A size that does not fit would be refused by the engine (prompt + max_tokens over
+    max_model_len) or cut at max_tokens: the suite's own oversize request, never the deployment's fault.
 
-    >>> large_argument_fits(8, 8192), large_argument_fits(32, 8192), large_argument_fits(64, 262144)
+    >>> large_argument_fits(5, 8192), large_argument_fits(8, 8192), large_argument_fits(64, 262144)
     (True, False, True)
     """
-    return 2 * kib * 1024 / LARGE_ARGUMENT_BYTES_PER_TOKEN_MAX <= max_model_len
+    answer = tool_call_max_tokens_cap(max_model_len) or 0
+    prompt_tokens = kib * 1024 / LARGE_ARGUMENT_PROMPT_BYTES_PER_TOKEN + LARGE_ARGUMENT_PROMPT_ENVELOPE_TOKENS
+    answer_tokens = kib * 1024 / LARGE_ARGUMENT_ANSWER_BYTES_PER_TOKEN + LARGE_ARGUMENT_ANSWER_ENVELOPE_TOKENS
+    return prompt_tokens <= max_model_len - answer and answer_tokens <= answer
 
 
 class ToolCallGates(Spec):
@@ -157,11 +176,14 @@ class EndpointSpec(Spec):
         too_big = [kib for kib in sizes if isinstance(kib, int) and not isinstance(kib, bool) and kib >= 1
                    and not large_argument_fits(kib, length)] if isinstance(sizes, list) else []
         if too_big:
-            largest = max(k for k in range(1, 16385) if large_argument_fits(k, length))
+            fitting = [k for k in range(1, 16385) if large_argument_fits(k, length)]
+            most = f"at most {max(fitting)} KiB fits" if fitting else "no size fits"
             raise ValueError(f"tool_calls.large_argument_kib: {too_big} KiB cannot fit the served context "
-                             f"(max_model_len = {length}): a value is in the prompt and again in the answer, at "
-                             f"least {LARGE_ARGUMENT_BYTES_PER_TOKEN_MAX} bytes a token each; at most {largest} "
-                             "KiB fits (drop the larger sizes, or declare the real max_model_len)")
+                             f"(max_model_len = {length}): a value is in the prompt (~"
+                             f"{LARGE_ARGUMENT_PROMPT_BYTES_PER_TOKEN} bytes a token) and again in the answer (~"
+                             f"{LARGE_ARGUMENT_ANSWER_BYTES_PER_TOKEN} bytes a token, at most max_tokens = "
+                             f"{tool_call_max_tokens_cap(length)}, half the context); {most} (drop the larger "
+                             "sizes, or declare the real max_model_len)")
         return data
 
     @field_validator("logs")
