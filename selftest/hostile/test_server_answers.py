@@ -172,3 +172,41 @@ def test_a_56_mib_models_body_under_the_byte_cap_is_refused_before_it_is_parsed(
     outcome, message = _outcomes(run)["test_served_model_matches_inventory"]
     assert outcome == "error" and "over the 16 Mi the suite parses" in message, message
     assert before / 1024 > 900 or peak_mb < 900, f"the run peaked at {peak_mb:.0f} MB"
+
+
+# ---- 31.3 an engine hung behind a live API server --------------------------------------------------------------
+
+def _never_answers(request) -> None:
+    """A generation request of an engine whose core is stopped: read, then nothing until the server closes."""
+    request.rfile.read(int(request.headers.get("Content-Length") or 0))
+    request.server.stop.wait()  # type: ignore[attr-defined]
+
+
+def test_a_hung_engine_behind_a_live_health_costs_one_generation_timeout(tmp_path):
+    """SYNTHESIZED from the real case of issue 31.3 (vLLM 0.24.0 on the H200, EngineCore SIGSTOPped): /health,
+    /v1/models and /version answer at once, a generation request never does. The first generation timeout, with
+    /health still answering, makes the engine hung: every later generation request of the endpoint is not sent
+    (could not check, naming the first timeout), one root cause in status.md. Before: each waited its whole
+    request_timeout_s (smoke on the H200: 2 x 60 s)."""
+    with HostileServer({"/v1/chat/completions": _never_answers}) as server:
+        run = run_contract(server, tmp_path, endpoint={"request_timeout_s": 4, "expect.tool_call_parser": "hermes"},
+                           timeout_s=120)
+        generations = [path for method, path, _ in server.seen if method == "POST" and "completions" in path]
+    _no_traceback(run)
+    assert generations == ["/v1/chat/completions"], generations  # one request sent, not one per check
+    outcomes = _outcomes(run)
+    assert outcomes["test_health_answers_200"][0] == "passed"
+    outcome, message = outcomes["test_tiny_generation_returns_text"]
+    assert outcome == "error" and "no answer within 4 s" in message, message
+    not_sent = {name: message for name, (outcome, message) in outcomes.items()
+                if outcome == "error" and "not sent: the engine is hung" in message}
+    assert not_sent, outcomes
+    assert all("no answer within 4 s" in message for message in not_sent.values()), not_sent
+    tests_s = sum(t["duration_s"] for t in json.loads(run.files["reports/results.json"])["tests"])
+    # one 4 s timeout in all; before, one per generating check (4 s each)
+    assert tests_s < 4 * (1 + len(not_sent)) - 1, f"the serving tests took {tests_s:.1f} s"
+    failing = run.files["reports/partial/status.md"].split("### Failing", 1)[1].split("\n### ", 1)[0]
+    timeouts = [line for line in failing.splitlines() if line.startswith("- ") and "EndpointTimeout" in line]
+    assert len(timeouts) == 1, failing  # the other root: no `logs` declared, so the parser setting is not read
+    assert f"could not check {1 + len(not_sent)} checks (EndpointTimeout), one cause: [hostile] the engine is hung" \
+        in timeouts[0], failing

@@ -5,7 +5,9 @@ contract tests compare them with the inventory. What an engine does not expose r
 (the suite cannot check it), never a guess. Every HTTP call goes through `request`, which turns
 httpx errors into `EndpointError` naming the endpoint and URL and, once the endpoint has stopped
 answering (a timeout or a refused connection, confirmed by one short /health probe), answers every
-later call at once with the first cause, so a dead or hung server ends the run within its timeouts.
+later call at once with the first cause, so a dead or hung server ends the run within its timeouts. A
+generation request that times out while /health still answers (an engine hung behind a live API server: vLLM
+with its EngineCore stopped) marks the engine hung: later generation requests are not sent, one timeout in all.
 Before the first other request of a run, one /health probe with the endpoint's short `health_timeout_s`
 runs, so a server that accepts and never answers is named within seconds, not after `request_timeout_s`.
 """
@@ -164,6 +166,19 @@ class Acceptance:
     """Non-empty when the engine exposes no acceptance counters: what is missing and how to expose it."""
 
 
+GENERATION_PATHS = ("/v1/chat/completions", "/v1/completions", "/generate")
+"""Paths that make the engine generate: the ones a hung engine (its API server still answering) never answers."""
+
+
+def is_generation(path: str) -> bool:
+    """Whether `path` (`/v1/chat/completions (stream)` included) asks the engine to generate."""
+    return path.split(" ", 1)[0] in GENERATION_PATHS
+
+
+HUNG_HINT = ("the API server answers but its engine does not generate: the engine process stopped (`ps -o stat` "
+             "shows T) or stuck; read the engine log; or request_timeout_s is too short for this model")
+
+
 @dataclass
 class EndpointState:
     """Whether the endpoint still answers; shared by every adapter of one endpoint in a run."""
@@ -171,6 +186,9 @@ class EndpointState:
     dead_reason: str | None = None
     probed: bool = False
     """The first /health probe of the run was made (by health() itself or before another request)."""
+    hung_reason: str | None = None
+    """The first generation request that timed out while /health still answered (vLLM's API server answers /health
+    200 while its EngineCore is stopped): later generation requests are not sent (issue 31.3)."""
 
 
 class EngineAdapter:
@@ -224,7 +242,16 @@ class EngineAdapter:
         reason = str(error)
         if self._confirm_dead(path):
             self.state.dead_reason = reason
-        return type(error)(f"[{self.spec.name}] {reason}", kind=error.kind, detail=error.detail)
+        elif isinstance(error, EndpointTimeout) and is_generation(path) and self.state.hung_reason is None:
+            self.state.hung_reason = reason
+        failed = type(error)(f"[{self.spec.name}] {reason}", kind=error.kind, detail=error.detail)
+        if self.state.hung_reason == reason:
+            failed.reason, failed.hint = self._hung_cause(), HUNG_HINT  # it and every request not sent: one cause
+        return failed
+
+    def _hung_cause(self) -> str:
+        return (f"[{self.spec.name}] the engine is hung: a generation request got no answer while GET /health still "
+                f"answers ({self.state.hung_reason}); later generation requests of this endpoint are not sent")
 
     def _confirm_dead(self, failed_path: str) -> bool:
         if failed_path == "/health":
@@ -258,6 +285,12 @@ class EngineAdapter:
         if self.state.dead_reason is not None:
             raise EndpointError(f"[{self.spec.name}] {method} {path} not sent: the endpoint stopped answering "
                                 f"earlier in this run ({self.state.dead_reason})")
+        if self.state.hung_reason is not None and is_generation(path):
+            error = EndpointTimeout(f"[{self.spec.name}] {method} {path} not sent: the engine is hung (an earlier "
+                                    f"generation request of this run got no answer while GET /health still answers: "
+                                    f"{self.state.hung_reason})")
+            error.reason, error.hint = self._hung_cause(), HUNG_HINT
+            raise error
 
     def request(self, method: str, path: str, *, json_body: object | None = None,
                 timeout_s: float | None = None) -> httpx.Response:
