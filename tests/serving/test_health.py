@@ -9,9 +9,10 @@ def test_health_answers_200(endpoint, engine, expect):
     health = engine.probe_health()
     # a server killed under its workers leaves them holding the GPUs: that zombie is the root cause, not this
     zombie = (f"hosts.gpu.zombie_workers@{endpoint.host}",) if endpoint.host else ()
+    evidence = health.quote if health.value == 200 else "; ".join(filter(None, (health.quote, engine.last_words())))
     expect(endpoint.name, "serving.health", expected=200, observed=health.value,
            hint="a server that accepts connections but never answers is hung: check the engine log and "
-                "`ss -tnp` on its port; a refused connection means it is down", evidence=health.quote,
+                "`ss -tnp` on its port; a refused connection means it is down", evidence=evidence,
            depends_on=zombie)
 
 

@@ -24,6 +24,7 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    └── ModelNotServed         (llmval.engines) the endpoint does not serve the inventory's model
      ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
      ├── StaleEvidence       (llmval.engines.serving_process) the engine log is of a server that does not answer now
+     ├── ServingProcessGone  (llmval.hostfacts) the serving process whose environment a check reads is not there
      ├── NotReported         (llmval.gpu.health) a GPU health field is [N/A] / Not Supported, or no kernel log reads
      ├── ReplayMiss          --replay has no recorded answer for a command or request
      ├── RecordingError      a --replay folder is not a recording (file, line, reason): bad line, not a regular

@@ -36,7 +36,7 @@ from ..core.errors import (
 from ..inventory import EndpointSpec
 from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
-from .logs import normalize_dtype
+from .logs import last_error_statements, normalize_dtype
 from .metrics import Metrics, parse_metrics
 from .stream import StreamedChat, join_chat_stream
 
@@ -226,10 +226,11 @@ class EngineAdapter:
     """What an answer's finish_reason "abort" means on this engine and where its owner looks (tool-call verdicts)."""
 
     def __init__(self, spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
-                 state: EndpointState | None = None):
+                 state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None):
         self.spec = spec
         self.client = client
         self._read_log = read_log
+        self._read_log_errors = read_log_errors
         self.state = state or EndpointState()
 
     def __repr__(self) -> str:
@@ -462,6 +463,30 @@ class EngineAdapter:
             raise NotExposed(f"[{self.spec.name}] the inventory declares no `logs` (and `host`) for this "
                              "endpoint; add e.g. logs = \"journal:<unit>\" to read its startup log")
         return self._read_log()
+
+    def last_log_errors(self) -> list[str]:
+        """The engine's last words: the last statements of failure of its log's current start (`ERROR` records,
+        the exception a traceback ends with; `llmval.engines.logs.last_error_statements`), read when its server
+        does not answer. Unlike `log_text` it is read whoever wrote it: a dead server's log is the evidence of why
+        it died. NotExposed when the inventory declares no log."""
+        if self._read_log_errors is None:
+            raise NotExposed(f"[{self.spec.name}] the inventory declares no `logs` (and `host`) for this endpoint, "
+                             "so the engine's last error lines cannot be quoted")
+        return last_error_statements(self._read_log_errors())
+
+    def last_words(self) -> str:
+        """`last_log_errors` quoted for a verdict's evidence, or why there are none."""
+        try:
+            lines = self.last_log_errors()
+        except ReplayMiss:
+            return "the engine log's last error lines: not in this recording (made before the suite read them)"
+        except LlmvalError as error:
+            return f"the engine log's last error lines not read: {str(error).splitlines()[0]}"
+        if not lines:
+            return (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process killed "
+                    "with SIGKILL writes none)")
+        before = f"; before it: {' | '.join(repr(x) for x in lines[:-1])}" if len(lines) > 1 else ""
+        return f"the engine log's last error: {lines[-1]!r}{before} (from {self.spec.logs})"
 
     def _not_exposed(self, what: str) -> NotExposed:
         return NotExposed(f"[{self.spec.name}] engine {self.kind!r} exposes no {what}")

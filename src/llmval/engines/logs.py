@@ -383,3 +383,37 @@ def parse_sglang_log(text: str) -> SglangLogFacts:
         quotes.append(f"server_args=ServerArgs(... kv_cache_dtype={args_kv!r} ...)")
     facts["fp8_kv_quotes"] = tuple(quotes)
     return SglangLogFacts(**facts)
+
+
+# ---- an engine's last words (either engine; read when its server does not answer) ------------------------------
+# vLLM's record prefix `(APIServer pid=433) ERROR 05-04 08:51:40 [core_client.py:604] `, SGLang's
+# `[2025-08-01 10:00:00 TP0] `: what is left is the statement.
+LOG_RECORD_PREFIX_RE = re.compile(r"^(?:\([\w.]+ pid=\d+\) )*(?:[A-Z]+ \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+                                  r"\[[^\]]*\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\] )?")
+TRACEBACK_NOISE_RE = re.compile(r"^(?:Traceback \(most recent call last\):|\s+File \".*|\s+\S.*|[\s^~]*)$")
+"""A traceback's header, its frames (`  File "...", line N, in f`), their code lines (indented) and the `^^^^`
+markers under them: the statement that matters is the exception line that ends it."""
+
+
+def last_error_statements(text: str, limit: int = 3) -> list[str]:
+    """The last `limit` distinct statements of failure among a log's error lines (its traceback frames dropped),
+    each line as the engine wrote it, oldest first.
+
+    >>> prefix = "(APIServer pid=9) ERROR 12-01 13:40:02 [async_llm.py:480] "
+    >>> last_error_statements("\\n".join(prefix + line for line in (
+    ...     "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+    ...     "Traceback (most recent call last):", '  File "/x/core_client.py", line 846, in get_output_async',
+    ...     "    raise self._format_exception(outputs) from None", "              ^^^^^^^^^^^^",
+    ...     "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."))) == [
+    ...     prefix + "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+    ...     prefix + "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."]
+    True
+    """
+    found: dict[str, str] = {}
+    for line in ANSI_RE.sub("", text).splitlines():
+        statement = LOG_RECORD_PREFIX_RE.sub("", line, count=1)
+        if not statement.strip() or TRACEBACK_NOISE_RE.match(statement):
+            continue
+        found.pop(statement, None)  # the latest occurrence counts
+        found[statement] = line.rstrip()
+    return list(found.values())[-limit:]

@@ -26,6 +26,13 @@ START_MARKERS = "non-default args: \\{|server_args=ServerArgs\\("
 EVIDENCE_LINES = f"{STARTUP_LINES}|{PERIODIC_LINES}"  # every line shape the reader keeps
 MAX_LINES = 3000
 MAX_PERIODIC_LINES = 50
+# Lines in which an engine says it failed (read only when its server does not answer): vLLM's `ERROR` records and
+# the exception they end with (`vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue`, `Engine
+# core proc EngineCore_DP0 died unexpectedly`), SGLang's `Scheduler hit an exception` / `Received sigquit from a
+# child process`, Python's own `Traceback` and `...Error:` lines, the kernel's `Killed`.
+ERROR_LINES = ("ERROR|CRITICAL|Traceback|Error:|Exception|exception|died|Killed|killed|sigquit|SIGKILL|SIGSEGV|"
+               "Segmentation fault|core dumped|out of memory")
+MAX_ERROR_LINES = 40
 LOG_KINDS = ("file", "journal", "docker", "launch")
 
 

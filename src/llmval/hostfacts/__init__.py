@@ -87,7 +87,7 @@ for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.na
     importlib.import_module(f"{__name__}.{_module}")
 
 from .engine_log import LOG_DOCKER, LOG_FILE, LOG_JOURNAL, LOG_LAUNCH, log_command, log_reader  # noqa: E402
-from .env import PROCESS_ENV, PROCESS_ENVIRON, PROCESS_MATCHES, Environment  # noqa: E402
+from .env import PROCESS_ENV, PROCESS_ENVIRON, PROCESS_MATCHES, Environment, ServingProcessGone  # noqa: E402
 from .files import (  # noqa: E402
     FILE_LIST,
     SHA256,
@@ -174,6 +174,7 @@ __all__ = [
     "Kind",
     "Prefetch",
     "Reader",
+    "ServingProcessGone",
     "UnsafeArgument",
     "allow",
     "compare_group",

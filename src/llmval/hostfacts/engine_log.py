@@ -28,7 +28,9 @@ from typing import Any
 
 from ..core.errors import CommandFailed, InventoryError
 from ..engines.logsource import (
+    ERROR_LINES,
     LOG_KINDS,
+    MAX_ERROR_LINES,
     MAX_LINES,
     MAX_PERIODIC_LINES,
     PERIODIC_LINES,
@@ -55,50 +57,68 @@ _SELECT = _literal("awk " + shlex.quote(
 """The awk filter: startup lines (last MAX_LINES) then periodic ones (last MAX_PERIODIC_LINES), in order."""
 
 
-def _from_last_start(file: str) -> str:
-    """Template text: the evidence lines of `file` (a field, or "$f") from its last start marker on."""
+_ERRORS = _literal("grep -a -E " + shlex.quote(ERROR_LINES) + " | tail -n " + str(MAX_ERROR_LINES))
+"""The error filter: the last MAX_ERROR_LINES lines in which the engine says it failed (`ERROR_LINES`)."""
+
+
+def _from_last_start(file: str, select: str = _SELECT) -> str:
+    """Template text: `select` over `file` (a field, or "$f") from its last start marker on."""
     return ("n=$(grep -a -n -E " + _literal(shlex.quote(START_MARKERS)) + " " + file + " | tail -n 1 | cut -d: -f1); "
-            'tail -n +"${{n:-1}}" ' + file + " | " + _SELECT)
+            'tail -n +"${{n:-1}}" ' + file + " | " + select)
 
 
-LOG_FILE = Command(
-    "engine-log-file",
-    "if [ -r {path} ]; then " + _from_last_start("{path}") + "; "
-    "else echo 'llmval: cannot read log file '{path} >&2; exit 3; fi",
-    path=PATH)
-LOG_JOURNAL = Command(
-    "engine-log-journal",
-    # the unit's current invocation only; systemd without InvocationID (< 232): this boot
-    "inv=$(systemctl show -p InvocationID --value {unit} 2>/dev/null); "
-    'if [ -n "$inv" ]; then journalctl _SYSTEMD_INVOCATION_ID="$inv" --no-pager -o cat; '
-    "else journalctl -u {unit} -b --no-pager -o cat; fi 2>&1 | " + _SELECT,
-    unit=UNIT)
-LOG_DOCKER = Command(
-    "engine-log-docker",
-    # since the container's current start (a restarted container keeps its earlier runs' output)
-    "since=$(docker inspect -f '{{{{.State.StartedAt}}}}' {name} 2>/dev/null); "
-    'docker logs ${{since:+--since "$since"}} {name} 2>&1 | ' + _SELECT,
-    name=CONTAINER)
-LOG_LAUNCH = Command(
-    "engine-log-launch",
-    # candidates: this run's reports, then the default reports/; the first readable wins
-    'for f in {paths*}; do if [ -r "$f" ]; then ' + _from_last_start('"$f"') + "; exit 0; fi; done; "
-    "echo 'llmval: cannot read the launch log: '{message} >&2; exit 3",
-    paths=PATH, message=TEXT, derive={"message": lambda args: " or ".join(args["paths"])},
-    suite_args=("paths", "message"))  # where the suite's reports are: a replay answers "the launch log" of the host
-allow(LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH)
+def _log_commands(select: str, suffix: str = "") -> tuple[Command, Command, Command, Command]:
+    """The four log reads (file, journal, docker, launch), each piping the current start through `select`."""
+    return (
+        Command(
+            "engine-log-file" + suffix,
+            "if [ -r {path} ]; then " + _from_last_start("{path}", select) + "; "
+            "else echo 'llmval: cannot read log file '{path} >&2; exit 3; fi",
+            path=PATH),
+        Command(
+            "engine-log-journal" + suffix,
+            # the unit's current invocation only; systemd without InvocationID (< 232): this boot
+            "inv=$(systemctl show -p InvocationID --value {unit} 2>/dev/null); "
+            'if [ -n "$inv" ]; then journalctl _SYSTEMD_INVOCATION_ID="$inv" --no-pager -o cat; '
+            "else journalctl -u {unit} -b --no-pager -o cat; fi 2>&1 | " + select,
+            unit=UNIT),
+        Command(
+            "engine-log-docker" + suffix,
+            # since the container's current start (a restarted container keeps its earlier runs' output)
+            "since=$(docker inspect -f '{{{{.State.StartedAt}}}}' {name} 2>/dev/null); "
+            'docker logs ${{since:+--since "$since"}} {name} 2>&1 | ' + select,
+            name=CONTAINER),
+        Command(
+            "engine-log-launch" + suffix,
+            # candidates: this run's reports, then the default reports/; the first readable wins
+            'for f in {paths*}; do if [ -r "$f" ]; then ' + _from_last_start('"$f"', select) + "; exit 0; fi; done; "
+            "echo 'llmval: cannot read the launch log: '{message} >&2; exit 3",
+            # suite_args: where the suite's reports are; a replay answers "the launch log" of the host
+            paths=PATH, message=TEXT, derive={"message": lambda args: " or ".join(args["paths"])},
+            suite_args=("paths", "message")),
+    )
 
 
-def log_command(source: str, *, launch_path: str | list[str] | None = None) -> Rendered:
+LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH = _log_commands(_SELECT)
+ERRORS_FILE, ERRORS_JOURNAL, ERRORS_DOCKER, ERRORS_LAUNCH = _log_commands(_ERRORS, "-errors")
+"""The last error lines of the engine's current start (issue 31.2): read only when its server does not answer, to
+quote the engine's own last words as the evidence of `serving.health`."""
+allow(LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH, ERRORS_FILE, ERRORS_JOURNAL, ERRORS_DOCKER, ERRORS_LAUNCH)
+
+
+def log_command(source: str, *, launch_path: str | list[str] | None = None, errors: bool = False) -> Rendered:
     """The declared read of the log at `source` (an inventory `logs` value), its value checked against its kind
-    (`UnsafeArgument` before anything is sent). `launch_path` may list candidates for `launch`."""
+    (`UnsafeArgument` before anything is sent). `launch_path` may list candidates for `launch`. `errors`: the
+    read of its last error lines instead of its evidence lines."""
+    file, journal, docker, launch = (ERRORS_FILE, ERRORS_JOURNAL, ERRORS_DOCKER, ERRORS_LAUNCH) if errors else \
+        (LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH)
     kind, _, where = source.partition(":")
     if kind == "launch":
         if not launch_path:
             raise InventoryError("<inventory>", [("endpoints.logs", "`launch` needs a [launch] background step")])
         candidates = [launch_path] if isinstance(launch_path, str) else list(dict.fromkeys(launch_path))
-        return LOG_LAUNCH.render(paths=candidates)
-    family = {"file": (LOG_FILE, "path"), "journal": (LOG_JOURNAL, "unit"), "docker": (LOG_DOCKER, "name")}.get(kind)
+        return launch.render(paths=candidates)
+    family = {"file": (file, "path"), "journal": (journal, "unit"), "docker": (docker, "name")}.get(kind)
     if family is None:
         raise InventoryError("<inventory>", [("endpoints.logs", f"unknown log source {source!r}; valid: {LOG_KINDS}")])
     if not where:
@@ -108,8 +128,9 @@ def log_command(source: str, *, launch_path: str | list[str] | None = None) -> R
 
 
 def log_reader(endpoint: EndpointSpec, *, inventory: Inventory, reports_dir: Path,
-               run: Callable[[Rendered], Any]) -> Callable[[], str] | None:
-    """A function returning the evidence lines of the endpoint's log; None when the inventory names none.
+               run: Callable[[Rendered], Any], errors: bool = False) -> Callable[[], str] | None:
+    """A function returning the evidence lines of the endpoint's log (`errors`: its last error lines); None when
+    the inventory names none.
 
     `run` is the host's `Connection.run`. rc 0 is the log; rc 1 with nothing on stderr is an empty selection
     (grep found no evidence line); anything else is `CommandFailed` naming the host, the command and the
@@ -117,7 +138,7 @@ def log_reader(endpoint: EndpointSpec, *, inventory: Inventory, reports_dir: Pat
     if not endpoint.logs or not endpoint.host:
         return None
     launch_path = launch_log_of(inventory, reports_dir) if endpoint.logs == "launch" else None
-    command = log_command(endpoint.logs, launch_path=launch_path)
+    command = log_command(endpoint.logs, launch_path=launch_path, errors=errors)
     host = endpoint.host
 
     def read() -> str:

@@ -11,12 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.errors import CommandFailed, ReplayMiss
+from ..core.errors import CommandFailed, LlmvalError, ReplayMiss
 from ..inventory import Source
 from ..parsers.env import parse_environ
 from ..parsers.procs import split_ps_rows
 from ._command import NUMBER, PATTERN, Command
 from ._fact import Reader, fact
+
+
+class ServingProcessGone(LlmvalError):
+    """The serving process (or container) whose environment a check reads is not there: the server is down (then
+    `serving.health` says so, and this check waits on it), or the inventory's `env.source` names no process."""
+
 
 PROCESS_MATCHES = Command("process-matches",
                           "pgrep -d, -f -- {pattern} | xargs -r ps -o pid=,ppid=,etimes=,comm= -p", pattern=PATTERN)
