@@ -19,6 +19,7 @@ from llmval.hostfacts.processes import GPU_APPS, LISTENING, PORT_PIDS, PROCESS_R
 from llmval.inventory import HostSpec
 from llmval.io.transport import connect
 from llmval.parsers.procs import ComputeApp, parse_compute_apps, parse_fuser_verbose, parse_ps_rows
+from selftest.strategies import ROOT
 
 from ._contract import run_hosts
 from .zombie_answers import (
@@ -82,9 +83,10 @@ def test_the_orphaned_engine_core_is_a_zombie_with_pid_name_age_and_gpu_memory()
     judged = judge(holders, rows, [8000], {22: [0]}, {})
     assert judged.attached == [] and judged.strays == []
     [text] = judged.zombie_text()
-    assert text == ("pid 4242 VLLM::EngineCore (allowed as `VLLM::EngineCore`: its process title `VLLM::EngineCore` "
-                    "(fuser prints the 15-character comm `VLLM::EngineCor`)), up 3 min 27 s, its parent is gone "
-                    f"(PPID 1), port 8000: nothing listens, holds 44.0 GiB (45056 MiB) on {UUID}")
+    # the GPU memory early: a verdict shortened to 400 characters keeps it (issue 31.1); the name match last
+    assert text == (f"pid 4242 VLLM::EngineCore, holds 44.0 GiB (45056 MiB) on {UUID}, up 3 min 27 s, its parent is "
+                    "gone (PPID 1), port 8000: nothing listens (allowed as `VLLM::EngineCore`: its process title "
+                    "`VLLM::EngineCore` (fuser prints the 15-character comm `VLLM::EngineCor`))")
     assert judged.ports == "port 8000: nothing listens"
 
 
@@ -173,3 +175,82 @@ def test_the_host_contract_names_the_zombie_and_folds_the_stray_check_under_it(p
     roots = [line for line in failing.splitlines() if line.startswith("- ")]
     assert len(roots) == 1 and "hosts.gpu.zombie_workers" in roots[0], failing
     assert "hosts.gpu.stray_processes" in failing.split(roots[0], 1)[1], failing
+
+
+# ---- issue 31.1: a live, undeclared second server is a stray server, not a zombie ---------------------------------
+# SYNTHESIZED from REAL-h200-vllm-0.24.0-healthy (its commands, their REAL answers) with the second vLLM of issue
+# 31.1 added in the same formats: its API server pid 2188 (`python3 -m vllm... --port 8001`, parent pid 2171
+# `bash`) and EngineCore pid 2205 hold the GPU (29580 MiB, the issue's figure), and port 8001 listens, held by 2188.
+REAL_HEALTHY = ROOT / "selftest" / "data" / "replays" / "REAL-h200-vllm-0.24.0-healthy"
+SECOND_API = ("python3 -m vllm.entrypoints.openai.api_server --model /tmp/model --served-model-name smollm2 "
+              "--host 127.0.0.1 --port 8001 --dtype bfloat16 --max-model-len 8192 --gpu-memory-utilization 0.2")
+
+
+def _with_a_second_server(folder) -> None:
+    [path] = REAL_HEALTHY.glob("commands-*.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    by_command = {r["command"]: r for r in records}
+    fuser = COMMANDS["gpu-holders"].render()
+    table = by_command[fuser]["stdout"]
+    assert "922 F.... python3" in table and "1119 F...m VLLM::EngineCor" in table
+    by_command[fuser]["stdout"] = table.replace(
+        "                     root       1119 F...m VLLM::EngineCor\n",
+        "                     root       1119 F...m VLLM::EngineCor\n"
+        "                     root       2188 F.... python3\n"
+        "                     root       2205 F...m VLLM::EngineCor\n")
+    apps = by_command[GPU_APPS.render()]
+    apps["stdout"] += "2205, 29580, GPU-cc7b08ac-635c-767f-0a8d-7980fb128a3d, VLLM::EngineCore\n"
+    listening = by_command[LISTENING.render()]
+    listening["stdout"] += "0100007F:1F41 0\n"  # 127.0.0.1:8001
+    old_rows = by_command.pop(PROCESS_ROWS.render(pids="922,1119"))
+    extra = [{**old_rows, "command": PROCESS_ROWS.render(pids="922,1119,2188,2205"),
+              "stdout": old_rows["stdout"] + f" 2188  2171     301 {SECOND_API}\n"
+                                             " 2205  2188     262 VLLM::EngineCore\n"},
+             {**old_rows, "command": PROCESS_ROWS.render(pids="2171"), "stdout": " 2171     1     302 bash\n"},
+             {**old_rows, "command": PORT_PIDS.render(port=8001), "stdout": "  2188"}]
+    folder.mkdir()
+    (folder / path.name).write_text("".join(json.dumps(r) + "\n" for r in [*by_command.values(), *extra]))
+
+
+def test_a_second_server_s_holders_are_a_stray_server_named_by_port_pid_and_memory():
+    """The judgement alone: the second server's API server and engine core are one stray server on port 8001, not
+    zombies; the declared server stays attached."""
+    rows = {r.pid: r for r in parse_ps_rows(f" 922     1  112 {API}\n 1119  922  75 VLLM::EngineCore\n"
+                                            f" 2188  2171  301 {SECOND_API}\n 2205  2188  262 VLLM::EngineCore\n"
+                                            " 2171     1  302 bash\n")}
+    apps = parse_compute_apps(f"1119, 44222, {UUID}, VLLM::EngineCore\n2205, 29580, {UUID}, VLLM::EngineCore\n")
+    holders = [Holder(pid, comm, rows[pid], None, match_name(comm, rows[pid].args, ALLOWED),
+                      tuple(a for a in apps if a.pid == pid))
+               for pid, comm in ((922, "python3"), (1119, "VLLM::EngineCor"), (2188, "python3"),
+                                 (2205, "VLLM::EngineCor"))]
+    listening = {8000: [0], 8001: [0], 22: [0]}
+    first = judge(holders, rows, [8000], listening, {8000: [922]})
+    assert [h.pid for h, _ in first.zombies] == [2188, 2205]  # the bug: what they were called before
+    from llmval.gpu.holders import other_server_ports
+
+    asked = other_server_ports([h for h, _ in first.zombies], rows, [8000], listening, [8000, 30000])
+    assert asked == {8001: [2188, 2171, 2205]}  # the port the tree was told to serve, not every listening one
+    judged = judge(holders, rows, [8000], listening, {8000: [922]}, {2188: 8001})
+    assert judged.zombies == [] and [h.pid for h, _ in judged.attached] == [922, 1119]
+    assert judged.server_text() == [
+        "a server on port 8001 that no endpoint declares: pid 2188 python3 -m vllm.entrypoints.openai.api_server "
+        f"(with pid 2205 VLLM::EngineCore) holds 28.9 GiB (29580 MiB) on {UUID}"]
+
+
+def test_the_host_contract_names_a_second_server_as_a_stray_with_its_port_and_memory(pytester):
+    _with_a_second_server(pytester.path / "rec")
+    result, outcomes = run_hosts(pytester, "--inventory", str(REAL_HEALTHY / "inventory.toml"), "--replay",
+                                 str(pytester.path / "rec"), "-p", "no:xdist")
+    short = {n.split("::")[1]: o for n, o in outcomes.items()}
+    assert short["test_no_zombie_gpu_workers[h200]"][0] == "passed", result.stdout.str()[-3000:]
+    outcome, message = short["test_no_stray_gpu_processes[h200]"]
+    assert outcome == "failed", result.stdout.str()[-3000:]
+    assert ("a server on port 8001 that no endpoint declares: pid 2188 python3 -m vllm.entrypoints.openai.api_server "
+            "(with pid 2205 VLLM::EngineCore) holds 28.9 GiB (29580 MiB) on GPU-cc7b08ac") in message, message
+    assert "zombie" not in message.split("hint:")[0] and "more characters" not in message, message
+    assert "a second server holds GPU memory on a port no endpoint declares" in message
+    status = (pytester.path / "reports" / "partial" / "status.md").read_text()
+    failing = status.split("### Failing", 1)[1].split("\n### ", 1)[0]
+    roots = [line for line in failing.splitlines() if line.startswith("- ")]
+    assert len(roots) == 1 and "`hosts.gpu.stray_processes` on h200" in roots[0], failing
+    assert "could not run because `" not in failing, failing  # it ran and failed: a root cause, not a dependent

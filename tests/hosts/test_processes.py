@@ -13,6 +13,10 @@ ZOMBIE_HINT = ("the server is gone but its workers still hold the GPU memory: st
                "`fuser -v /dev/nvidia*` lists nothing) before the next start; the suite never kills anything")
 
 
+STRAY_SERVER_HINT = ("a second server holds GPU memory on a port no endpoint declares: stop it (`kill <pid>` of its "
+                     "server process) or declare it as an endpoint; the suite never kills anything")
+
+
 def _judgement(host, facts, settings):
     try:
         return read_judgement(facts, host.gpu_processes, endpoint_ports(settings.inventory, host.name))
@@ -29,17 +33,21 @@ def test_no_stray_gpu_processes(host, facts, expect, settings):
         holders = [(h, holder_is_allowed(h, facts, rule.allowed, rule.allowed_units) if up else None)
                    for h in facts.gpu_holders()]
         stray = [f"{h.pid} {h.command}" for h, allowed in holders if allowed is None]
-        evidence = "; ".join(f"pid {h.pid} {h.command}: {allowed}" for h, allowed in holders if allowed)
+        evidence, own = "; ".join(f"pid {h.pid} {h.command}: {allowed}" for h, allowed in holders if allowed), False
     else:
         judgement, holders, _ = judged
-        stray = [f"{h.pid} {h.name}" for h in judgement.strays]
-        stray += [f"{h.pid} {h.name} (a zombie worker: see {ZOMBIE_CHECK})" for h, _ in judgement.zombies]
+        stray = [f"{h.pid} {h.name}" for h in judgement.strays] + judgement.server_text()
+        zombies = [f"{h.pid} {h.name} (a zombie worker: see {ZOMBIE_CHECK})" for h, _ in judgement.zombies]
+        own = bool(stray)
+        stray += zombies
         evidence = "; ".join(f"pid {h.pid} {h.comm}: {h.why_allowed()}" for h in holders if h.is_serving)
     expected = "nothing (stack declared down)" if not up else \
         f"only {sorted(rule.allowed)} or processes of {sorted(rule.allowed_units)}"
+    # only zombies: the zombie check is the cause and this one follows from it; a stray of its own is a cause itself
     expect(host.name, "hosts.gpu.stray_processes", expected=expected, observed=stray or "none", ok=not stray,
-           hint=rule.cleanup_hint or "`fuser -v /dev/nvidia*`; stop or kill the leftover workers",
-           evidence=evidence, depends_on=(ZOMBIE_CHECK,))
+           hint=STRAY_SERVER_HINT if judged is not None and judgement.servers else
+           rule.cleanup_hint or "`fuser -v /dev/nvidia*`; stop or kill the leftover workers",
+           evidence=evidence, depends_on=() if own else (ZOMBIE_CHECK,))
 
 
 def test_no_zombie_gpu_workers(host, facts, expect, settings):
@@ -53,6 +61,8 @@ def test_no_zombie_gpu_workers(host, facts, expect, settings):
     zombies = judgement.zombie_text()
     evidence = [f"pid {h.pid} {h.name}: {why}" for h, why in judgement.attached]
     evidence += [f"pid {h.pid} {h.name}: not judged ({why})" for h, why in judgement.unjudged]
+    evidence += [f"pid {s.holder.pid} {s.holder.name}: its server pid {s.server_pid} serves port {s.port}, which no "
+                 "endpoint declares (a stray server: see hosts.gpu.stray_processes)" for s in judgement.servers]
     evidence += [judgement.ports] if judgement.ports else []
     evidence += [note] if note else []
     expect(host.name, ZOMBIE_CHECK, expected="every serving process that holds the GPUs belongs to a running server "

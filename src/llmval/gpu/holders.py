@@ -23,6 +23,7 @@ GPU memory, and the next start fails or OOMs. A name alone never makes a holder 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from ..parsers.procs import COMM_LEN, ComputeApp, GpuHolder, ProcessRow
@@ -116,21 +117,70 @@ class Holder:
         return f"in allowed unit {self.unit}"
 
 
+@dataclass(frozen=True)
+class StrayServer:
+    """A serving holder whose own process tree serves a port no endpoint declares: a second, undeclared server
+    (its server is there, so it is no zombie), not the deployment the inventory describes."""
+
+    holder: Holder
+    port: int
+    server_pid: int
+    """The process of the holder's tree (itself or an ancestor) that holds the port's socket."""
+    server_args: str = ""
+
+
 @dataclass
 class Judgement:
-    """The holders sorted out: attached serving processes, zombies (with why), strays."""
+    """The holders sorted out: attached serving processes, zombies (with why), strays, undeclared servers."""
 
     attached: list[tuple[Holder, str]] = field(default_factory=list)
     zombies: list[tuple[Holder, str]] = field(default_factory=list)
     strays: list[Holder] = field(default_factory=list)
+    servers: list[StrayServer] = field(default_factory=list)
+    """Serving holders of a server on a port no endpoint declares (issue 31.1): strays, named by port."""
     unjudged: list[tuple[Holder, str]] = field(default_factory=list)
     """Serving holders whose attachment cannot be told (no endpoint declared on this host)."""
     ports: str = ""
     """What the declared ports showed, for people (`port 8000: nothing listens`)."""
 
     def zombie_text(self) -> list[str]:
-        return [f"pid {h.pid} {h.name} ({h.why_allowed()}), up {human_age(h.row.age_s) if h.row else '?'}, "
-                f"{why}, {h.memory()}" for h, why in self.zombies]
+        """Each zombie: pid, name, its GPU memory, age and why its server is gone (the long name match last, so a
+        shortened verdict keeps what matters)."""
+        return [f"pid {h.pid} {h.name}, {h.memory()}, up {human_age(h.row.age_s) if h.row else '?'}, {why} "
+                f"({h.why_allowed()})" for h, why in self.zombies]
+
+    def server_text(self) -> list[str]:
+        """Each undeclared server once: its port, its server process, its GPU holders and the memory they hold.
+
+        `a server on port 8001 that no endpoint declares: pid 2188 python3 -m vllm.entrypoints.openai.api_server
+        (with pid 2205 VLLM::EngineCore) holds 28.9 GiB (29580 MiB) on GPU-...`"""
+        out = []
+        for (port, server), members in _grouped(self.servers).items():
+            apps = [a for m in members for a in m.holder.apps if a.used_mib is not None]
+            total = sum(a.used_mib for a in apps)  # type: ignore[misc]
+            memory = (f"holds {gib(total)} ({total} MiB) on {', '.join(dict.fromkeys(a.gpu_uuid for a in apps))}"
+                      if apps else "GPU memory not reported by nvidia-smi")
+            head = next((m for m in members if m.holder.pid == server), None)
+            name = _short_args(members[0].server_args) or (head.holder.name if head else "?")
+            others = [f"pid {m.holder.pid} {m.holder.name}" for m in members if m.holder.pid != server]
+            also = f" (with {', '.join(others)})" if others else ""
+            holds = "" if head else " (it holds no GPU itself)"
+            out.append(f"a server on port {port} that no endpoint declares: pid {server} {name}{holds}{also} "
+                       f"{memory}")
+        return out
+
+
+def _grouped(servers: list[StrayServer]) -> dict[tuple[int, int], list[StrayServer]]:
+    groups: dict[tuple[int, int], list[StrayServer]] = {}
+    for server in servers:
+        groups.setdefault((server.port, server.server_pid), []).append(server)
+    return groups
+
+
+def _short_args(args: str) -> str:
+    """A command line to its program and first words (`python3 -m vllm.entrypoints.openai.api_server`)."""
+    words = args.split()
+    return " ".join(words[:3]) if len(words) > 2 and words[1] == "-m" else " ".join(words[:1])
 
 
 def describe_holders(gpu_holders: list[GpuHolder], rows: dict[int, ProcessRow], apps: list[ComputeApp],
@@ -147,10 +197,13 @@ def describe_holders(gpu_holders: list[GpuHolder], rows: dict[int, ProcessRow], 
 
 
 def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], listening: dict[int, list[int]],
-          port_pids: dict[int, list[int]]) -> Judgement:
+          port_pids: dict[int, list[int]], other_servers: dict[int, int] | None = None) -> Judgement:
     """Sort the holders: strays (not serving), and each serving one attached (itself or an ancestor holds a
-    declared port's socket) or a zombie (why: port closed, parent gone, parent serves no declared port)."""
+    declared port's socket), a server of its own (itself or an ancestor holds the socket of a port no endpoint
+    declares: `other_servers`, pid -> port) or a zombie (why: port closed, parent gone, parent serves no declared
+    port)."""
     result = Judgement()
+    other_servers = other_servers or {}
     closed = [p for p in ports if p not in listening]
     servers = {pid: port for port in ports for pid in port_pids.get(port, [])}
     result.ports = "; ".join(
@@ -176,6 +229,10 @@ def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], 
             how = "it serves" if server == holder.pid else f"its ancestor pid {server} ({_short(rows, server)}) serves"
             result.attached.append((holder, f"{how} port {servers[server]}"))
             continue
+        own = next((pid for pid in _chain(holder.pid, rows) if pid in other_servers), None)
+        if own is not None:
+            result.servers.append(StrayServer(holder, other_servers[own], own, rows[own].args if own in rows else ""))
+            continue
         hidden = [p for p in ports if p not in closed and not port_pids.get(p)]
         if hidden:
             result.unjudged.append((holder, f"port {hidden[0]} listens but fuser cannot see its process "
@@ -183,6 +240,51 @@ def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], 
             continue
         result.zombies.append((holder, _why_orphan(holder, rows, ports, closed)))
     return result
+
+
+def _chain(pid: int, rows: dict[int, ProcessRow]) -> list[int]:
+    """`pid` and its ancestors as far as `rows` knows them (bounded by what was read; stops at pid 1)."""
+    chain, seen = [], set()
+    while pid in rows and pid not in seen and pid > 1:
+        seen.add(pid)
+        chain.append(pid)
+        pid = rows[pid].ppid
+    return chain
+
+
+PORT_ARG_RE = re.compile(r"(?:^|\s)--port(?:=|\s+)(?P<port>\d{1,5})(?=\s|$)")
+"""`--port 8001` / `--port=8001` in a command line (vLLM's and SGLang's server flag)."""
+
+
+def named_ports(args: str) -> list[int]:
+    """The ports a command line names with `--port`.
+
+    >>> named_ports("python3 -m vllm.entrypoints.openai.api_server --model /m --port 8001 --host 127.0.0.1")
+    [8001]
+    """
+    return [int(m["port"]) for m in PORT_ARG_RE.finditer(args) if 0 < int(m["port"]) < 65536]
+
+
+def other_server_ports(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int],
+                       listening: dict[int, list[int]], default_ports: list[int]) -> dict[int, list[int]]:
+    """Ports to ask the owner of, for serving holders that no declared port attaches: each port their process tree
+    names with `--port` (else the engines' default ports) that listens and no endpoint declares -> the pids of the
+    tree that may hold it. An engine's own inner sockets (torch's TCPStore, ZMQ) are never asked about: only a
+    port the server was told to serve on, or an engine's default one."""
+    wanted: dict[int, list[int]] = {}
+    for holder in holders:
+        if not holder.is_serving:
+            continue
+        chain = _chain(holder.pid, rows)
+        if any(pid in rows and named_ports(rows[pid].args) and set(named_ports(rows[pid].args)) & set(ports)
+               for pid in chain):
+            continue  # told to serve a declared port: attached, or a zombie of it
+        named = [p for pid in chain if pid in rows for p in named_ports(rows[pid].args)]
+        for port in named or default_ports:
+            if port in listening and port not in ports:
+                wanted.setdefault(port, [])
+                wanted[port] += [pid for pid in chain if pid not in wanted[port]]
+    return wanted
 
 
 def _short(rows: dict[int, ProcessRow], pid: int) -> str:
@@ -253,4 +355,18 @@ def read_judgement(facts, rule, ports: list[int]) -> tuple[Judgement, list[Holde
     holders = describe_holders(gpu_holders, rows, apps, list(rule.allowed), units, list(rule.allowed_units))
     listening = facts.listening_ports() if ports and any(h.is_serving for h in holders) else {}
     port_pids = {p: facts.port_pids(p) for p in ports if p in listening}
-    return judge(holders, rows, ports, listening, port_pids), holders, note
+    first = judge(holders, rows, ports, listening, port_pids)
+    others: dict[int, int] = {}
+    if first.zombies:  # before calling one a zombie: does its own tree serve a port no endpoint declares?
+        from ..engines import ADAPTERS
+
+        defaults = sorted({cls.default_port for cls in ADAPTERS.values()})
+        for port, tree in other_server_ports([h for h, _ in first.zombies], rows, ports, listening,
+                                             defaults).items():
+            try:
+                owners = facts.port_pids(port)
+            except ReplayMiss:
+                continue  # a recording made before this read: judged as it was then
+            others.update({pid: port for pid in tree if pid in owners})
+    judged = judge(holders, rows, ports, listening, port_pids, others) if others else first
+    return judged, holders, note
