@@ -4,6 +4,7 @@ zombie workers: `kill -9` of the API server leaves `VLLM::EngineCore` holding th
 import pytest
 
 from llmval.core.errors import ReplayMiss
+from llmval.engines import ADAPTERS
 from llmval.gpu.holders import endpoint_ports, read_judgement
 
 pytestmark = [pytest.mark.hosts, pytest.mark.smoke, pytest.mark.needs("gpu_processes")]
@@ -19,7 +20,8 @@ STRAY_SERVER_HINT = ("a second server holds GPU memory on a port no endpoint dec
 
 def _judgement(host, facts, settings):
     try:
-        return read_judgement(facts, host.gpu_processes, endpoint_ports(settings.inventory, host.name))
+        return read_judgement(facts, host.gpu_processes, endpoint_ports(settings.inventory, host.name),
+                              sorted({engine.default_port for engine in ADAPTERS.values()}))
     except ReplayMiss:
         return None
 

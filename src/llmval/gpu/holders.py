@@ -334,8 +334,11 @@ def lineage(host, pids: list[int]) -> dict[int, ProcessRow]:
     return known
 
 
-def read_judgement(facts, rule, ports: list[int]) -> tuple[Judgement, list[Holder], str]:
+def read_judgement(facts, rule, ports: list[int], default_ports: tuple[int, ...] | list[int] = ()
+                   ) -> tuple[Judgement, list[Holder], str]:
     """Read what the judgement needs through the declared host facts (`llmval.hostfacts.processes`) and judge.
+    `default_ports`: the ports the engines serve on unless told otherwise (a second server started without
+    `--port`).
 
     Returns the judgement, every holder, and a note on what could not be read (GPU memory). A recording made
     before these reads existed raises ReplayMiss (the caller says so)."""
@@ -358,11 +361,8 @@ def read_judgement(facts, rule, ports: list[int]) -> tuple[Judgement, list[Holde
     first = judge(holders, rows, ports, listening, port_pids)
     others: dict[int, int] = {}
     if first.zombies:  # before calling one a zombie: does its own tree serve a port no endpoint declares?
-        from ..engines import ADAPTERS
-
-        defaults = sorted({cls.default_port for cls in ADAPTERS.values()})
         for port, tree in other_server_ports([h for h, _ in first.zombies], rows, ports, listening,
-                                             defaults).items():
+                                             list(default_ports)).items():
             try:
                 owners = facts.port_pids(port)
             except ReplayMiss:
