@@ -5,7 +5,9 @@ When the server does not answer, `serving.health` quotes the engine log's last e
 `hosts.env.*` rules, which cannot be read from a serving process that is gone, are could-not-check folded under
 `serving.health@<endpoint>` instead of a second BROKEN root cause.
 
-REAL: REAL-local-cpu-api-server-killed (vLLM on CPU, API server killed with -9: the port closed, the process gone).
+REAL: REAL-local-cpu-api-server-killed (vLLM on CPU, API server killed with -9: the port closed, the process gone)
+and REAL-h200-sglang-0.5.17-kill9 (`sglang.launch_server` killed with -9 on the H200; scheduler and detokenizer died
+with it).
 SYNTHESIZED (labelled where used): that recording with the error read of its log answering the lines vLLM writes
 when its EngineCore is killed (`Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.` and the
 `vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. ...` a traceback ends with, in the
@@ -43,11 +45,11 @@ ENGINE_DEAD = [  # SYNTHESIZED in vLLM's own record form (module docstring)
 ]
 
 
-def _replay(pytester, folder) -> dict:
+def _replay(pytester, folder, inventory=INVENTORY) -> dict:
     pytester.chdir()
     pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
                  str(ROOT / "pyproject.toml"), "--reports", "reports", str(ROOT / "tests"), "-m", "smoke",
-                 "-p", "no:xdist", "--inventory", str(INVENTORY), "--replay", str(folder), timeout=300)
+                 "-p", "no:xdist", "--inventory", str(inventory), "--replay", str(folder), timeout=300)
     return json.loads((pytester.path / "reports" / "results.json").read_text())
 
 
@@ -91,6 +93,20 @@ def test_the_real_killed_server_is_one_root_cause_with_the_env_rules_folded_unde
         assert "serving.health@h200-vllm" in verdict["depends_on"], verdict
     health = _verdicts(results)["serving.health"]
     assert "not in this recording (made before the suite read them)" in health["evidence"], health
+
+
+def test_the_real_sglang_launch_server_killed_with_9_is_one_root_cause(pytester):
+    """REAL-h200-sglang-0.5.17-kill9 (issue 30.4): the live run gave 4 root causes (serving.health refused and the
+    three hosts.env rules BROKEN "process:sglang.launch_server ... not found"); replayed, one: serving.health, the env
+    rules could-not-check under it."""
+    sglang = DATA / "replays" / "REAL-h200-sglang-0.5.17-kill9"
+    assert "llmval: 4 root cause(s)" in (sglang / "pytest.out").read_text()  # as the live run said it
+    results = _replay(pytester, sglang, sglang / "inventory.toml")
+    [root] = _roots(pytester)
+    assert "`serving.health` on h200-sglang" in root, root
+    env = [t["verdicts"][-1] for t in results["tests"] if "test_serving_env_as_required" in t["nodeid"]]
+    assert len(env) == 3 and all(v["error"] == "ServingProcessGone" for v in env), env
+    assert all("process:sglang.launch_server" in v["observed"] for v in env), env
 
 
 def test_a_dead_vllm_engine_core_is_quoted_in_its_own_words_as_the_root_cause(pytester):
