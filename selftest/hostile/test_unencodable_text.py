@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from selftest.hostile.harness import run_contract
 from selftest.hostile.server import HostileServer, answer
+
+pytestmark = pytest.mark.subprocess  # runs the contract in a child
 
 
 def test_a_lone_surrogate_from_the_server_is_reported_escaped_and_no_stale_green_stays(tmp_path):
