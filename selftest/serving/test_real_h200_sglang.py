@@ -110,7 +110,8 @@ def test_the_whole_contract_judged_perf_and_niah_although_tokenize_is_broken():
     perf = json.loads((_dir("contract") / "reports" / "perf" / "h200-sglang-c1.json").read_text())
     assert perf["prompts_counted_by"].startswith("usage.prompt_tokens of a 1-token completion (POST /tokenize failed")
     cells = [t for t in results["tests"] if "test_needle_is_retrieved" in t["nodeid"]]
-    assert sum(t["outcome"] == "passed" for t in cells) == 17 and len(cells) == 20
+    measured = [t for t in cells if t["outcome"] in ("passed", "xfailed")]  # xfailed: a miss above all_pass_up_to
+    assert len(measured) == 17 and len(cells) == 20
     # the engine's abort is named first, not as no_tool_call / markup_leak / not_json / stream_mismatch
     assert "'engine_abort': 4" in str(verdicts["serving.tool_calls.flat.strict.validity"]["observed"])
 
