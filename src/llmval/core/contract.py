@@ -55,6 +55,7 @@ def add_secrets(values: Iterable[str]) -> None:
     """Register secret values (the inventory's api_key_env / password_env values) for every later redact()."""
     _REGISTERED.update(v for v in values if v and len(v) >= 4)
     _fragment_forms.cache_clear()
+    _redacted.cache_clear()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -82,8 +83,11 @@ def _forms(value: str) -> list[str]:
 
 def secret_values(extra: Iterable[str] = ()) -> list[str]:
     """Values to scrub: secret-named environment variables, registered secrets, plus any given explicitly."""
-    values = list(_env_secrets())
-    values += [v for v in [*_REGISTERED, *extra] if v and len(v) >= 4]
+    return _secret_values(_env_secrets(), tuple(extra))
+
+
+def _secret_values(env_values: tuple[str, ...], extra: tuple[str, ...]) -> list[str]:
+    values = [*env_values, *(v for v in [*_REGISTERED, *extra] if v and len(v) >= 4)]
     return sorted(set(values), key=len, reverse=True)
 
 
@@ -142,8 +146,16 @@ def _fragment_spans(text: str, extra: tuple[str, ...]) -> list[tuple[int, int]]:
 def redact(text: str, extra_secrets: Iterable[str] = ()) -> str:
     """Remove secret values (and their URL, JSON and base64 encodings), the fragments of the registered and given
     ones that a cut can leave (`FRAGMENT`), and secret-shaped substrings."""
-    extra = tuple(sorted({v for v in extra_secrets if v}))
-    for value in secret_values(extra):
+    return _redacted(text, tuple(sorted({v for v in extra_secrets if v})), _env_secrets())
+
+
+@functools.lru_cache(maxsize=8192)
+def _redacted(text: str, extra: tuple[str, ...], env_values: tuple[str, ...]) -> str:
+    """`redact`, remembered for the same text under the same secrets: a host smoke run redacts the same hints,
+    expectations and skip reasons once per host (23,075 calls at 256 hosts, 4% of the main thread's samples).
+    Its key is everything the result depends on: the text, the given secrets and the secret-named environment
+    values (`env_values`); registering secrets (`add_secrets`) clears it."""
+    for value in _secret_values(env_values, extra):
         for form in _encoded_forms(value):
             text = text.replace(form, REDACTED)
     spans = _fragment_spans(text, extra)
