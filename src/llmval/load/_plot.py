@@ -4,11 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display, ever: plots are files in reports/
-import matplotlib.pyplot as plt
-
 from ._baseline import COMPARED, Baseline
 from ._runner import LoadRun
 from ._sampler import EngineSamples
@@ -17,6 +12,17 @@ HEADLINE = (("decode_tok_s", "decode tok/s"), ("output_throughput", "output tok/
             ("p99_ttft_ms", "TTFT p99 (ms)"), ("median_tpot_ms", "TPOT median (ms)"))
 
 
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (no display, ever: plots are files in reports/), imported when a plot
+    is drawn: imported with the plugin, it cost every run its import and added 30 loggers (matplotlib's, PIL's,
+    fontTools') that pytest's log capture walks at each phase of each test (issue 35.1)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
 
 def save_figure(fig, path: Path, title: str) -> Path:
     """Title `fig`, lay it out, write it to `path` (its folder made) as a PNG in reports/, and free it."""
@@ -24,8 +30,9 @@ def save_figure(fig, path: Path, title: str) -> Path:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _pyplot().close(fig)
     return path
+
 
 def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str, scale: float = 1.0) -> Path:
     """Write a PNG: headline metrics (this run vs baseline) and per-request TTFT / TPOT. `scale`: the machine scaling
@@ -36,7 +43,7 @@ def plot_run(run: LoadRun, baseline: Baseline | None, path: Path, *, title: str,
         if base.get(key) is not None:
             base[key] = float(base[key]) * scale
     samples = run.engine_samples if run.engine_samples is not None and run.engine_samples.count else None
-    fig, axes = plt.subplots(1, 4 if samples else 3, figsize=(20 if samples else 15, 4.2))
+    fig, axes = _pyplot().subplots(1, 4 if samples else 3, figsize=(20 if samples else 15, 4.2))
     names = [label for _, label in HEADLINE]
     x = list(range(len(HEADLINE)))
     # each metric relative to the baseline (1.0 = same), absolute values written on the bars
