@@ -16,10 +16,9 @@ entities switched off: report.html shows the same text GitHub shows for status.m
 
 from __future__ import annotations
 
+import functools
 import html
 import re
-
-from markdown_it import MarkdownIt
 
 from ..core.contract import visible
 
@@ -32,8 +31,6 @@ entities, a `<` that could open a tag or an autolink, the `](` or `][` that make
 word's edge. A bare `[kpro6-ct129]` stays as it is: with no `](` and no line of its own (a value never starts a
 line) it cannot become a link."""
 XML_ILLEGAL_RE = re.compile("[\ud800-\udfff\ufffe\uffff]")
-_MARKDOWN = MarkdownIt("commonmark", {"html": False}).disable(["link", "image", "autolink", "html_inline",
-                                                               "entity"])
 
 
 def one_line(value: object) -> str:
@@ -70,4 +67,13 @@ def xml_text(value: object) -> str:
 
 def render_inline(markdown: str) -> str:
     """HTML of one line of the status document's Markdown (`code`, **bold**, *italic*, backslash escapes)."""
-    return _MARKDOWN.renderInline(visible(markdown))
+    return _markdown().renderInline(visible(markdown))
+
+
+@functools.cache
+def _markdown():
+    """The one Markdown renderer, made when a report is rendered: imported with the plugin, markdown_it added 15
+    loggers that pytest's log capture walks at each phase of each test (issue 35.1)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).disable(["link", "image", "autolink", "html_inline", "entity"])
