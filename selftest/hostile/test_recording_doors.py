@@ -78,7 +78,8 @@ def test_a_forbidden_variable_that_is_set_is_said_set_never_its_value():
     exec(compile(source, "tests/hosts/test_env.py", "exec"), namespace)  # the check itself, not a copy of it
     namespace["test_serving_env_as_required"](
         Param, lambda host: type("F", (), {"environment": lambda self, s: Environment(SERVING, "pid 123")})(),
-        lambda *args, **kwargs: said.append(kwargs))
+        lambda *args, **kwargs: said.append(kwargs),
+        type("Settings", (), {"inventory": type("Inventory", (), {"endpoints": []})})())
     [verdict] = said
     assert verdict["ok"] is False and verdict["observed"] == f"set ({len(SECRETS['FORBIDDEN_TOKEN_X'])} characters)"
     assert SECRETS["FORBIDDEN_TOKEN_X"] not in repr(verdict)
