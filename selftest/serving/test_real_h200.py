@@ -8,10 +8,10 @@ the engine core is attached (its ancestor, the API server, serves the declared p
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
+from selftest.serving.smoke_replay import replay_smoke, verdicts_of
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]
@@ -20,16 +20,7 @@ RECORDING = REPLAYS / "REAL-h200-vllm-0.24.0-healthy"
 
 
 def _replay(pytester, recording=RECORDING) -> dict:
-    pytester.chdir()
-    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
-                          str(ROOT / "pyproject.toml"), "--reports", "reports", str(ROOT / "tests"), "-m", "smoke",
-                          "-p", "no:xdist", "-p", "no:randomly", "--inventory", str(recording / "inventory.toml"),
-                          "--replay", str(recording), timeout=300)
-    return {"ret": result.ret, "results": json.loads((pytester.path / "reports" / "results.json").read_text())}
-
-
-def _verdicts(results: dict) -> dict[str, dict]:
-    return {v["check"]: v for t in results["tests"] for v in t.get("verdicts", [])}
+    return replay_smoke(pytester, recording)
 
 
 def test_the_real_h200_smoke_replays_green_as_recorded(pytester):
@@ -40,7 +31,7 @@ def test_the_real_h200_smoke_replays_green_as_recorded(pytester):
 
 
 def test_the_engine_core_is_allowed_by_the_name_the_owner_wrote_and_is_attached(pytester):
-    verdicts = _verdicts(_replay(pytester)["results"])
+    verdicts = verdicts_of(_replay(pytester)["results"])
     # the kernel's 15-character comm, as fuser printed it on the H200
     assert "1119 F...m VLLM::EngineCor\n" in (RECORDING / "after" / "fuser-v.txt").read_text()
     stray = verdicts["hosts.gpu.stray_processes"]
@@ -56,7 +47,7 @@ def test_fp8_kv_on_the_gpu_fails_exactly_the_two_kv_checks(pytester):
     assert run["ret"] == 1
     assert sorted(failed) == ["test_kv_cache_dtype_proven_by_two_sources[h200-vllm]",
                               "test_no_fp8_kv_cache_evidence[h200-vllm]"], failed
-    no_fp8 = _verdicts(run["results"])["serving.kv_cache.dtype.no_fp8"]
+    no_fp8 = verdicts_of(run["results"])["serving.kv_cache.dtype.no_fp8"]
     assert "Using fp8 data type to store kv cache" in str(no_fp8["observed"]), no_fp8
 
 
@@ -65,7 +56,8 @@ def test_speculation_and_the_fresh_start_replay_green(pytester, name):
     run = _replay(pytester, REPLAYS / f"REAL-h200-vllm-0.24.0-{name}")
     assert run["ret"] == 0, [t["nodeid"] for t in run["results"]["tests"] if t["outcome"] != "passed"]
     if name == "ngram":
-        assert any(c.startswith("serving.speculative.") for c in _verdicts(run["results"])), "no speculative check ran"
+        checks = verdicts_of(run["results"])
+        assert any(c.startswith("serving.speculative.") for c in checks), "no speculative check ran"
     else:  # the live run waited out the start before judging (--wait-ready cannot replay)
         assert "[wait-ready] h200-vllm ready after 94.2 s" in (REPLAYS / "REAL-h200-vllm-0.24.0-nowait" / "pytest.out"
                                                               ).read_text()
@@ -74,7 +66,7 @@ def test_speculation_and_the_fresh_start_replay_green(pytester, name):
 def test_the_killed_api_server_leaves_one_root_cause_naming_the_orphan_and_its_gpu_memory(pytester):
     run = _replay(pytester, REPLAYS / "REAL-h200-vllm-0.24.0-zombie")
     assert run["ret"] == 1
-    zombie = _verdicts(run["results"])["hosts.gpu.zombie_workers"]
+    zombie = verdicts_of(run["results"])["hosts.gpu.zombie_workers"]
     assert "pid 1772 VLLM::EngineCore" in zombie["observed"] and "its parent is gone (PPID 1)" in zombie["observed"]
     assert "holds 43.2 GiB (44222 MiB)" in zombie["observed"] and "port 8000: nothing listens" in zombie["observed"]
     assert "kill <pid>` of the orphaned VLLM::EngineCore" in zombie["hint"]

@@ -7,11 +7,11 @@ wrote (perf is never recorded, and --launch does not replay)."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
 from llmval.engines import SglangAdapter, parse_metrics
+from selftest.serving.smoke_replay import replay_smoke, verdicts_of
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]
@@ -24,17 +24,7 @@ def _dir(name: str):
 
 
 def _replay(pytester, name: str) -> dict:
-    recording = _dir(name)
-    pytester.chdir()
-    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
-                          str(ROOT / "pyproject.toml"), "--reports", "reports", str(ROOT / "tests"), "-m", "smoke",
-                          "-p", "no:xdist", "-p", "no:randomly", "--inventory", str(recording / "inventory.toml"),
-                          "--replay", str(recording), timeout=300)
-    return {"ret": result.ret, "results": json.loads((pytester.path / "reports" / "results.json").read_text())}
-
-
-def _verdicts(results: dict) -> dict[str, dict]:
-    return {v["check"]: v for t in results["tests"] for v in t.get("verdicts", [])}
+    return replay_smoke(pytester, _dir(name))
 
 
 def _failed(results: dict) -> list[str]:
@@ -46,7 +36,7 @@ def test_the_healthy_stack_is_green_and_auto_kv_is_resolved_to_the_model_dtype(p
     live = json.loads((_dir("healthy") / "reports" / "results.json").read_text())
     assert run["ret"] == 0 and live["exitstatus"] == 0
     assert run["results"]["counts"]["passed"] == live["counts"]["passed"] == 26
-    kv = _verdicts(run["results"])["serving.kv_cache.dtype"]
+    kv = verdicts_of(run["results"])["serving.kv_cache.dtype"]
     assert 'auto = the model dtype: /server_info "dtype": "bfloat16", "quantization": null' in str(kv["observed"])
     assert "KV Cache is allocated. dtype: torch.bfloat16" in kv["evidence"]
 
@@ -56,13 +46,13 @@ def test_fp8_e5m2_kv_fails_exactly_the_two_kv_checks(pytester):
     assert run["ret"] == 1
     assert _failed(run["results"]) == ["test_kv_cache_dtype_proven_by_two_sources[h200-sglang]",
                                        "test_no_fp8_kv_cache_evidence[h200-sglang]"]
-    assert "torch.float8_e5m2" in str(_verdicts(run["results"])["serving.kv_cache.dtype.no_fp8"]["observed"])
+    assert "torch.float8_e5m2" in str(verdicts_of(run["results"])["serving.kv_cache.dtype.no_fp8"]["observed"])
 
 
 def test_ngram_speculation_is_green_with_its_settings_judged(pytester):
     run = _replay(pytester, "ngram")
     assert run["ret"] == 0, _failed(run["results"])
-    verdicts = _verdicts(run["results"])
+    verdicts = verdicts_of(run["results"])
     assert str(verdicts["serving.speculative.algorithm"]["observed"]) == "NGRAM"
     assert str(verdicts["serving.speculative.num_draft_tokens"]["observed"]) == "8"
     assert verdicts["serving.speculative.accept_length"]["cause"] == "held"  # 2.465 live, by verify-call deltas
@@ -71,7 +61,7 @@ def test_ngram_speculation_is_green_with_its_settings_judged(pytester):
 def test_a_wrong_attention_backend_is_named_alone(pytester):
     run = _replay(pytester, "torchnative")
     assert _failed(run["results"]) == ["test_attention_backend_matches[h200-sglang]"]
-    assert _verdicts(run["results"])["serving.attention.backend"]["observed"] == "torch_native"
+    assert verdicts_of(run["results"])["serving.attention.backend"]["observed"] == "torch_native"
 
 
 def test_the_fresh_start_waited_then_held(pytester):
@@ -82,11 +72,11 @@ def test_the_fresh_start_waited_then_held(pytester):
 
 def test_a_sigstopped_scheduler_is_one_root_cause_that_the_server_hangs(pytester):
     run = _replay(pytester, "sigstop")
-    verdicts = _verdicts(run["results"])
+    verdicts = verdicts_of(run["results"])
     assert [c for c, v in verdicts.items() if v["cause"] == "broken"] == ["serving.health"]
     health = verdicts["serving.health"]
     # replayed in the live run's own words (issue 31.4): the recorded ReadTimeout is a timeout again, not a ConnectError
-    live = _verdicts(json.loads((_dir("sigstop") / "reports" / "results.json").read_text()))["serving.health"]
+    live = verdicts_of(json.loads((_dir("sigstop") / "reports" / "results.json").read_text()))["serving.health"]
     assert health["observed"] == live["observed"] and "no answer within 5 s" in health["observed"], health
     status = (pytester.path / "reports" / "status.md").read_text()
     assert "12 checks could not run because `serving.health` failed" in status, status[:2000]
@@ -94,7 +84,7 @@ def test_a_sigstopped_scheduler_is_one_root_cause_that_the_server_hangs(pytester
 
 def test_a_killed_launch_server_takes_its_scheduler_with_it_and_is_one_root_cause(pytester):
     run = _replay(pytester, "kill9")
-    verdicts = _verdicts(run["results"])
+    verdicts = verdicts_of(run["results"])
     assert verdicts["hosts.gpu.zombie_workers"]["cause"] == "held"  # PR_SET_PDEATHSIG: nothing left on the GPU
     assert (_dir("kill9") / "after" / "compute-apps.csv").read_text() == ""
     failed = [c for c, v in verdicts.items() if v["cause"] == "broken"]
