@@ -160,6 +160,7 @@ def test_a_200_mb_models_body_is_refused_past_the_cap_without_the_memory(tmp_pat
     assert before / 1024 > 700 or peak_mb < 700, f"the run peaked at {peak_mb:.0f} MB"
 
 
+@pytest.mark.subprocess  # runs the contract in a child
 def test_a_56_mib_models_body_under_the_byte_cap_is_refused_before_it_is_parsed(tmp_path):
     """Under the 64 MiB cap, 56 MiB of /v1/models entries took 2.5 GB of RSS to read and parse (issue 32.2)."""
     item = b'{"id":"m","object":"model"},'
@@ -182,6 +183,7 @@ def _never_answers(request) -> None:
     request.server.stop.wait()  # type: ignore[attr-defined]
 
 
+@pytest.mark.subprocess  # runs the contract in a child
 def test_a_hung_engine_behind_a_live_health_costs_one_generation_timeout(tmp_path):
     """SYNTHESIZED from the real case of issue 31.3 (vLLM 0.24.0 on the H200, EngineCore SIGSTOPped): /health,
     /v1/models and /version answer at once, a generation request never does. The first generation timeout, with

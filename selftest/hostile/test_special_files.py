@@ -19,6 +19,8 @@ from selftest.hostile.harness import run_contract
 from selftest.hostile.server import HostileServer
 from selftest.strategies import ROOT
 
+pytestmark = pytest.mark.subprocess  # each case runs llmval or the contract in a child
+
 
 def _special(tmp_path, kind: str):
     path = tmp_path / f"{kind}.toml"
