@@ -30,3 +30,14 @@ REPO=$(pwd)
 OUT=${OUT:-/tmp/llmval-gpu-out}
 mkdir -p "$OUT"
 log() { echo "[gpu $(date -u +%H:%M:%S)] $*"; }
+# Stop the engine serve.sh started, if any: its whole process group (TERM, up to 60 s, then KILL); its log is kept
+# as <log>-prev.log. serve.sh (either engine) calls it before a start, the launch scenarios before --launch.
+stop_started_engine() {
+  [ -f $PIDFILE ] || return 0
+  local pid; pid=$(cat $PIDFILE)
+  kill -TERM -- -"$pid" 2>/dev/null
+  for _ in $(seq 60); do kill -0 -- -"$pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- -"$pid" 2>/dev/null; sleep 2
+  rm -f $PIDFILE
+  [ -f $LOG ] && cp $LOG "${LOG%.log}-prev.log"
+}

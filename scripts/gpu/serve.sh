@@ -7,14 +7,7 @@
 set -u
 source "$(dirname "$0")/common.sh"
 name=$1; shift
-if [ -f $PIDFILE ]; then
-  pid=$(cat $PIDFILE)
-  kill -TERM -- -"$pid" 2>/dev/null
-  for _ in $(seq 60); do kill -0 -- -"$pid" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- -"$pid" 2>/dev/null; sleep 2
-  rm -f $PIDFILE
-  [ -f $LOG ] && cp $LOG $T/vllm-prev.log
-fi
+stop_started_engine
 cd "$T"
 # ENGINE_CPUS=0-7: the engine (API server, engine core and their threads) on those CPUs only, the clients apart
 PIN=(); [ -n "${ENGINE_CPUS:-}" ] && PIN=(taskset -c "$ENGINE_CPUS")

@@ -23,12 +23,6 @@ scrape() {  # DIR NAME: one /metrics scrape (body and the time it was taken)
   mkdir -p "$1"; curl -s -m 10 "http://127.0.0.1:$PORT/metrics" > "$1/$2.prom"; date -u +%H:%M:%S.%N >> "$1/times.txt"
   echo "$2" >> "$1/times.txt"
 }
-stop_ours() {  # the server serve.sh started, if any (a launch scenario must find the port free)
-  [ -f $PIDFILE ] || return 0
-  pid=$(cat $PIDFILE); kill -TERM -- -"$pid" 2>/dev/null
-  for _ in $(seq 60); do kill -0 -- -"$pid" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- -"$pid" 2>/dev/null; rm -f $PIDFILE; sleep 2
-}
 for name in "$@"; do
   t0=$(date +%s)
   case $name in
@@ -83,11 +77,11 @@ for name in "$@"; do
       rm -f $PIDFILE
       bash "$here/../pack.sh" kill9 kill9-smoke ;;
     launch)
-      stop_ours
+      stop_started_engine  # a launch scenario must find the port free
       RUN_TIMEOUT=480 bash "$here/../run.sh" launch-smoke $LAUNCH_INVENTORY -m smoke --launch
       bash "$here/../pack.sh" launch launch-smoke ;;
     sigkill)
-      stop_ours
+      stop_started_engine  # a launch scenario must find the port free
       bash "$here/../launch_sigkill.sh" sigkill-sglang $LAUNCH_INVENTORY ;;
     *) log "unknown scenario $name"; exit 2 ;;
   esac

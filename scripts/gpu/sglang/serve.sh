@@ -11,14 +11,7 @@ set -u
 export LLMVAL_GPU_ENGINE=sglang
 source "$(dirname "$0")/../common.sh"
 name=$1; shift
-if [ -f $PIDFILE ]; then
-  pid=$(cat $PIDFILE)
-  kill -TERM -- -"$pid" 2>/dev/null
-  for _ in $(seq 60); do kill -0 -- -"$pid" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- -"$pid" 2>/dev/null; sleep 2
-  rm -f $PIDFILE
-  [ -f $LOG ] && cp $LOG $T/sglang-prev.log
-fi
+stop_started_engine
 cd "$T"
 NCCL_P2P_DISABLE=1 PYTHONPATH=$SITE setsid python3 -m sglang.launch_server --model-path $MODEL \
   --served-model-name smollm2 --host 127.0.0.1 --port $PORT --dtype bfloat16 --context-length 8192 \
