@@ -85,10 +85,7 @@ class ServerTokenCounter:
         """`usage.prompt_tokens` of a 1-token chat completion of `messages` (and `tools`). A prompt the server refuses
         for its length counts what the refusal names (more than the context: the fit then asks for less)."""
         self.calls += 1
-        body: dict = {"model": self._model, "messages": messages, "temperature": 0, "max_tokens": 1,
-                      **self._engine.thinking_off}
-        if tools:
-            body["tools"] = tools
+        body = chat_body(self._engine, self._model, messages, 1, tools)
         what = f"[{self._endpoint}] POST /v1/chat/completions (counting a prompt)"
         for attempt in (1, 2):
             try:
@@ -146,14 +143,21 @@ class ServerTokenCounter:
         return self._tokenize({"model": self._model, "prompt": content}) + self.chat_overhead()
 
 
-def ask(client: httpx.Client, *, endpoint: str, engine: type[EngineAdapter], model: str, messages: list[dict],
-        max_tokens: int, tools: list[dict] | None = None) -> Answer:
-    """One chat completion at temperature 0 with thinking off (as the engine turns it off); text and usage.
-    `tools`: the request's tool list (the chat template renders it into the prompt)."""
+def chat_body(engine: type[EngineAdapter], model: str, messages: list[dict], max_tokens: int,
+              tools: list[dict] | None = None) -> dict:
+    """A chat request at temperature 0 with thinking off (as the engine turns it off); `tools`: its tool list (the
+    chat template renders it into the prompt)."""
     body: dict = {"model": model, "messages": messages, "temperature": 0, "max_tokens": max_tokens,
                   **engine.thinking_off}
     if tools:
         body["tools"] = tools
+    return body
+
+
+def ask(client: httpx.Client, *, endpoint: str, engine: type[EngineAdapter], model: str, messages: list[dict],
+        max_tokens: int) -> Answer:
+    """One chat completion (`chat_body`); text and usage."""
+    body = chat_body(engine, model, messages, max_tokens)
     started = time.monotonic()
     data = get_json(client, "/v1/chat/completions", endpoint=endpoint, method="POST", json_body=body)
     elapsed = time.monotonic() - started
