@@ -21,7 +21,8 @@ STRAY_SERVER_HINT = ("a second server holds GPU memory on a port no endpoint dec
 def _judgement(host, facts, settings):
     try:
         return read_judgement(facts, host.gpu_processes, endpoint_ports(settings.inventory, host.name),
-                              sorted({engine.default_port for engine in ADAPTERS.values()}))
+                              sorted({engine.default_port for engine in ADAPTERS.values()}),
+                              host.ray.run_in if host.ray else None)
     except ReplayMiss:
         return None
 

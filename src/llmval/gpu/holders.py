@@ -12,6 +12,13 @@ when it, or one of its ancestors, holds a socket on a port of an endpoint the in
 host. One that is not is a zombie: its server is gone (killed with `kill -9`, crashed), it still holds the
 GPU memory, and the next start fails or OOMs. A name alone never makes a holder allowed.
 
+Ray workers (issue 36). With `--distributed-executor-backend ray` the GPU is held by a Ray actor process
+(`ray::RayWorkerProc.run`), a child of its node's raylet, never of the API server. Its server is still there when
+the actor's driver (the job that owns it: vLLM's engine core) is attached to a declared port as above; a worker
+whose driver lost its server (`kill -9` of the API server orphans the engine core, which keeps the actor alive)
+is a zombie, named with its actor, job and driver. Ray's own process titles `ray::<Class>.<method>` match an
+allowed `ray::<Class>` (the title changes with every method the actor runs).
+
     >>> match_name("VLLM::EngineCor", "VLLM::EngineCore", ["VLLM::EngineCore"]).how
     'its process title `VLLM::EngineCore` (fuser prints the 15-character comm `VLLM::EngineCor`)'
     >>> match_name("VLLM::EngineCor", None, ["VLLM::EngineCore"]).how
@@ -37,6 +44,10 @@ class NameMatch:
     how: str
 
 
+RAY_TITLE = "ray::"
+"""Ray titles its worker processes `ray::<Class>` and, while an actor runs a method, `ray::<Class>.<method>`."""
+
+
 def match_name(comm: str, args: str | None, allowed: list[str]) -> NameMatch | None:
     """The allowed name `comm` (fuser's COMMAND) or `args` (the full command line / process title) matches."""
     for name in allowed:
@@ -53,6 +64,9 @@ def match_name(comm: str, args: str | None, allowed: list[str]) -> NameMatch | N
                 return NameMatch(name, f"its program `{argv0}`")
             if " " in name and (args + " ").startswith(name + " "):
                 return NameMatch(name, f"its command line `{args[:120]}`")
+            if name.startswith(RAY_TITLE) and argv0.startswith(name + "."):
+                return NameMatch(name, f"its Ray process title `{argv0}` (actor `{name}` running "
+                                       f"`{argv0[len(name) + 1:]}`)")
         return None
     for name in allowed:
         if len(comm) == COMM_LEN and name.startswith(comm) and len(name) > COMM_LEN:
@@ -170,6 +184,24 @@ class Judgement:
         return out
 
 
+@dataclass(frozen=True)
+class RayOwner:
+    """What Ray says of a GPU holder that runs under a raylet: its actor, the job owning it, and that job's driver
+    (pid and node address as `ray list jobs` gives them). `unknown` says why no driver could be told."""
+
+    actor: str = ""
+    job_id: str = ""
+    job_status: str = ""
+    driver_pid: int | None = None
+    driver_ip: str = ""
+    worker_ip: str = ""
+    unknown: str = ""
+
+    def text(self) -> str:
+        job = f"job {self.job_id} {self.job_status}".rstrip() if self.job_id else "no job"
+        return f"Ray actor {self.actor} of {job}" if self.actor else "a Ray worker process"
+
+
 def _grouped(servers: list[StrayServer]) -> dict[tuple[int, int], list[StrayServer]]:
     groups: dict[tuple[int, int], list[StrayServer]] = {}
     for server in servers:
@@ -197,13 +229,16 @@ def describe_holders(gpu_holders: list[GpuHolder], rows: dict[int, ProcessRow], 
 
 
 def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], listening: dict[int, list[int]],
-          port_pids: dict[int, list[int]], other_servers: dict[int, int] | None = None) -> Judgement:
+          port_pids: dict[int, list[int]], other_servers: dict[int, int] | None = None,
+          ray_owners: dict[int, RayOwner] | None = None) -> Judgement:
     """Sort the holders: strays (not serving), and each serving one attached (itself or an ancestor holds a
-    declared port's socket), a server of its own (itself or an ancestor holds the socket of a port no endpoint
-    declares: `other_servers`, pid -> port) or a zombie (why: port closed, parent gone, parent serves no declared
-    port)."""
+    declared port's socket; for a Ray worker, its driver's tree: `ray_owners`, holder pid -> RayOwner), a server
+    of its own (itself or an ancestor holds the socket of a port no endpoint declares: `other_servers`,
+    pid -> port) or a zombie (why: port closed, parent gone, parent serves no declared port, a Ray worker whose
+    driver has no server)."""
     result = Judgement()
     other_servers = other_servers or {}
+    ray_owners = ray_owners or {}
     closed = [p for p in ports if p not in listening]
     servers = {pid: port for port in ports for pid in port_pids.get(port, [])}
     result.ports = "; ".join(
@@ -229,6 +264,10 @@ def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], 
             how = "it serves" if server == holder.pid else f"its ancestor pid {server} ({_short(rows, server)}) serves"
             result.attached.append((holder, f"{how} port {servers[server]}"))
             continue
+        owner = ray_owners.get(holder.pid)
+        if owner is not None:
+            _judge_ray_worker(result, holder, owner, rows, servers, ports, closed)
+            continue
         own = next((pid for pid in _chain(holder.pid, rows) if pid in other_servers), None)
         if own is not None:
             result.servers.append(StrayServer(holder, other_servers[own], own, rows[own].args if own in rows else ""))
@@ -240,6 +279,84 @@ def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], 
             continue
         result.zombies.append((holder, _why_orphan(holder, rows, ports, closed)))
     return result
+
+
+def _judge_ray_worker(result: Judgement, holder: Holder, owner: RayOwner, rows: dict[int, ProcessRow],
+                      servers: dict[int, int], ports: list[int], closed: list[int]) -> None:
+    """A GPU holder under a raylet: attached through its driver's tree, a zombie when that driver has no server
+    (or Ray lists no live driver for its job), unjudged when Ray could not be asked or the driver runs on
+    another node (judged where the endpoint is)."""
+    what = owner.text()
+    if owner.unknown:
+        result.unjudged.append((holder, f"{what}: {owner.unknown}"))
+        return
+    if owner.driver_pid is None:
+        result.zombies.append((holder, f"{what}: Ray lists no driver for its job (the engine that owned it is "
+                                       "gone)"))
+        return
+    if owner.driver_ip and owner.worker_ip and owner.driver_ip != owner.worker_ip:
+        result.unjudged.append((holder, f"{what}: its driver pid {owner.driver_pid} runs on node {owner.driver_ip}, "
+                                        f"not this one ({owner.worker_ip}): judged on the host of its endpoint"))
+        return
+    driver = owner.driver_pid
+    server = next((pid for pid in _chain(driver, rows) if pid in servers), None)
+    name = _short(rows, driver) if driver in rows else "?"
+    if server is not None:
+        how = "serves" if server == driver else f"is under pid {server} ({_short(rows, server)}), which serves"
+        result.attached.append((holder, f"{what}: its driver pid {driver} ({name}) {how} port {servers[server]}"))
+        return
+    if driver not in rows:
+        why = f"its driver pid {driver} is gone (job {owner.job_status or 'status unknown'})"
+    elif rows[driver].ppid <= 1:
+        why = f"its driver pid {driver} ({name}) has lost its parent (PPID 1)"
+    else:
+        why = f"its driver pid {driver} ({name}) serves no declared port"
+    ports_text = [f"port {p}: nothing listens" if p in closed else f"port {p} is served by another process tree"
+                  for p in ports]
+    result.zombies.append((holder, ", ".join([f"{what}: {why}", *ports_text])))
+
+
+RAYLET = "raylet"
+"""The program every Ray worker process is a child of (one per node)."""
+
+
+def raylet_of(pid: int, rows: dict[int, ProcessRow]) -> int | None:
+    """The raylet among `pid`'s ancestors (by program name), or None: the process is not a Ray worker."""
+    for ancestor in _chain(pid, rows)[1:]:
+        if os.path.basename(rows[ancestor].argv0) == RAYLET:
+            return ancestor
+    return None
+
+
+def ray_owners(facts, holders: list[Holder], rows: dict[int, ProcessRow], run_in) -> dict[int, RayOwner]:
+    """For each serving holder under a raylet: its actor, job and driver, from `ray list actors`, `ray list jobs`
+    and `ray list nodes` (the node of the actor, to tell a driver on another node). A read that fails makes every
+    such holder `unknown` with the error (never a zombie on a guess)."""
+    from ..core.errors import LlmvalError, ReplayMiss
+
+    workers = [h for h in holders if h.is_serving and raylet_of(h.pid, rows) is not None]
+    if not workers:
+        return {}
+    try:
+        actors = {a.pid: a for a in facts.ray_actors(run_in) if a.state == "ALIVE"}
+        jobs = {j.job_id: j for j in facts.ray_jobs(run_in)}
+        nodes = {n.node_id: n.ip for n in facts.ray_nodes(run_in)}
+    except ReplayMiss:
+        raise
+    except LlmvalError as error:
+        return {h.pid: RayOwner(unknown=f"Ray could not be asked who owns it ({str(error).splitlines()[0][:200]})")
+                for h in workers}
+    owners = {}
+    for holder in workers:
+        actor = actors.get(holder.pid)
+        if actor is None:
+            owners[holder.pid] = RayOwner(unknown="`ray list actors` lists no ALIVE actor with its pid")
+            continue
+        job = jobs.get(actor.job_id)
+        owners[holder.pid] = RayOwner(f"{actor.class_name}{' ' + actor.name if actor.name else ''}", actor.job_id,
+                                      job.status if job else "not listed", job.driver_pid if job else None,
+                                      job.driver_ip if job else "", nodes.get(actor.node_id, ""))
+    return owners
 
 
 def _chain(pid: int, rows: dict[int, ProcessRow]) -> list[int]:
@@ -334,11 +451,12 @@ def lineage(host, pids: list[int]) -> dict[int, ProcessRow]:
     return known
 
 
-def read_judgement(facts, rule, ports: list[int], default_ports: tuple[int, ...] | list[int] = ()
-                   ) -> tuple[Judgement, list[Holder], str]:
+def read_judgement(facts, rule, ports: list[int], default_ports: tuple[int, ...] | list[int] = (),
+                   ray_run_in=None) -> tuple[Judgement, list[Holder], str]:
     """Read what the judgement needs through the declared host facts (`llmval.hostfacts.processes`) and judge.
     `default_ports`: the ports the engines serve on unless told otherwise (a second server started without
-    `--port`).
+    `--port`). `ray_run_in`: where this host's `ray` CLI runs (`[hosts.ray] run_in`), for GPU holders under a
+    raylet.
 
     Returns the judgement, every holder, and a note on what could not be read (GPU memory). A recording made
     before these reads existed raises ReplayMiss (the caller says so)."""
@@ -358,7 +476,11 @@ def read_judgement(facts, rule, ports: list[int], default_ports: tuple[int, ...]
     holders = describe_holders(gpu_holders, rows, apps, list(rule.allowed), units, list(rule.allowed_units))
     listening = facts.listening_ports() if ports and any(h.is_serving for h in holders) else {}
     port_pids = {p: facts.port_pids(p) for p in ports if p in listening}
-    first = judge(holders, rows, ports, listening, port_pids)
+    ray_workers = ray_owners(facts, holders, rows, ray_run_in) if ports else {}
+    drivers = [o.driver_pid for o in ray_workers.values() if o.driver_pid is not None and o.driver_pid not in rows]
+    if drivers:
+        rows = {**rows, **lineage(facts, drivers)}
+    first = judge(holders, rows, ports, listening, port_pids, ray_owners=ray_workers)
     others: dict[int, int] = {}
     if first.zombies:  # before calling one a zombie: does its own tree serve a port no endpoint declares?
         for port, tree in other_server_ports([h for h, _ in first.zombies], rows, ports, listening,
@@ -368,5 +490,5 @@ def read_judgement(facts, rule, ports: list[int], default_ports: tuple[int, ...]
             except ReplayMiss:
                 continue  # a recording made before this read: judged as it was then
             others.update({pid: port for pid in tree if pid in owners})
-    judged = judge(holders, rows, ports, listening, port_pids, others) if others else first
+    judged = judge(holders, rows, ports, listening, port_pids, others, ray_workers) if others else first
     return judged, holders, note

@@ -112,7 +112,14 @@ from .gpu_health import (  # noqa: E402
 from .nccl import NCCL_DOCKER, NCCL_FILE, NCCL_JOURNAL  # noqa: E402
 from .network import IP_ADDR  # noqa: E402
 from .proxmox import LXC_CONF, PCI_DRIVERS, VM_CONF  # noqa: E402
-from .ray import RAY_NODES, RAY_NODES_DOCKER  # noqa: E402
+from .ray import (  # noqa: E402
+    RAY_ACTORS,
+    RAY_ACTORS_DOCKER,
+    RAY_JOBS,
+    RAY_JOBS_DOCKER,
+    RAY_NODES,
+    RAY_NODES_DOCKER,
+)
 from .services import CONTAINER_INSPECT, UNIT_SHOW  # noqa: E402
 from .system import UNAME  # noqa: E402
 
@@ -150,6 +157,10 @@ __all__ = [
     "PROCESS_ENVIRON",
     "PROCESS_MATCHES",
     "PROC_CGROUP",
+    "RAY_ACTORS",
+    "RAY_ACTORS_DOCKER",
+    "RAY_JOBS",
+    "RAY_JOBS_DOCKER",
     "RAY_NODES",
     "RAY_NODES_DOCKER",
     "READ_ONLY",
