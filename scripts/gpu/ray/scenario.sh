@@ -39,7 +39,15 @@ suite() {  # NAME TIMEOUT [pytest args]: run.sh, then the Ray captures beside it
 serve() {  # NAME [vLLM args]
   bash "$here/../serve.sh" "$@" --distributed-executor-backend ray --enforce-eager
 }
-ray_worker_pid() { pgrep -f '^ray::RayWorker' | head -1; }
+ray_worker_pid() {  # by Ray's title, else the GPU holder whose parent is a raylet (vLLM may title it VLLM::Worker)
+  local pid; pid=$(pgrep -f '^ray::RayWorker' | head -1)
+  if [ -z "$pid" ]; then
+    for p in $(nvidia-smi --query-compute-apps=pid --format=csv,noheader); do
+      ps -o args= -p "$(ps -o ppid= -p "$p" | tr -d ' ')" | grep -q 'raylet/raylet' && { pid=$p; break; }
+    done
+  fi
+  echo "$pid"
+}
 for name in "$@"; do
   t0=$(date +%s)
   log "scenario $name"
