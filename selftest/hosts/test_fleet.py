@@ -11,9 +11,12 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from fixtures.fleet import pytest_xdist_make_scheduler
+from fixtures.options import SETTINGS_KEY
 from llmval.core.errors import HostUnreachable
 from llmval.hostfacts import COMMANDS, FACTS, HostFacts, Prefetch, fact_plan, peer_facts, read_ahead
 from llmval.inventory import load_inventory
@@ -239,3 +242,92 @@ def test_host_checks_run_check_by_check_over_the_hosts(pytester, tmp_path):
     runs = [nodeid.split("[")[0] for nodeid in order]
     assert runs == sorted(runs, key=checks.index), order[:12]
     assert [nodeid.split("[")[1] for nodeid in order[:3]] == ["a]", "b]", "c]"], order[:3]
+
+
+class _Worker:
+    """A stand-in for xdist's WorkerController as the scheduler sees it: an id, the test indexes sent to it."""
+
+    def __init__(self, index: int):
+        self.gateway = SimpleNamespace(id=f"gw{index}")
+        self.shutting_down = False
+        self.sent: list[int] = []
+
+    def send_runtest_some(self, indexes: list[int]) -> None:
+        self.sent.extend(indexes)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+class _Log:
+    def __getattr__(self, name: str) -> _Log:
+        return self
+
+    def __call__(self, *args: object) -> None:
+        pass
+
+
+def _scheduler(inventory, workers: int):
+    config = SimpleNamespace(stash={SETTINGS_KEY: SimpleNamespace(inventory=inventory)},
+                             option=SimpleNamespace(loadscopereorder=False),
+                             getoption=lambda name, default=None: {"dist": "load"}.get(name, default),
+                             getvalue=lambda name: {"tx": [f"{workers}*popen"]}[name])
+    return pytest_xdist_make_scheduler(config, _Log())
+
+
+def test_the_host_scheduler_sends_each_test_once_to_its_hosts_worker_and_counts_what_each_still_holds(tmp_path):
+    """fixtures/fleet.py's scheduler driven as xdist's controller drives it (the workers and their collection are
+    synthesized: four check names over five stand-in hosts, and two tests of no host), each worker finishing
+    its tests in order: every test is sent once, a host's to worker i mod 2, and the tests a worker still holds
+    are what xdist's own count walks out of its units."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    names = [f"w{i}" for i in range(1, 6)]
+    inventory = load_inventory(make_standins(tmp_path, names, with_model=False))
+    collection = [f"tests/hosts/test_x.py::test_{check}[{name}]" for check in "abcd" for name in names]
+    collection += ["tests/hosts/test_x.py::test_no_host", "tests/hosts/test_x.py::test_other"]
+    scheduler, workers = _scheduler(inventory, 2), [_Worker(0), _Worker(1)]
+    for worker in workers:
+        scheduler.add_node(worker)
+    for worker in workers:
+        scheduler.add_node_collection(worker, list(collection))
+    scheduler.schedule()
+    done: dict[str, list[str]] = {"gw0": [], "gw1": []}
+    while any(worker.sent for worker in workers):
+        for worker in workers:
+            if worker.sent:
+                done[worker.gateway.id].append(collection[worker.sent.pop(0)])
+                scheduler.mark_test_complete(worker, collection.index(done[worker.gateway.id][-1]))
+            for held in scheduler.assigned_work.values():
+                assert scheduler._pending_of(held) == LoadScopeScheduling._pending_of(scheduler, held)
+    assert sorted(done["gw0"] + done["gw1"]) == sorted(collection)
+    for worker_id, nodeids in done.items():
+        hosts = {nodeid.split("[")[1].rstrip("]") for nodeid in nodeids if "[" in nodeid}
+        assert hosts == {name for i, name in enumerate(names) if f"gw{i % 2}" == worker_id}, (worker_id, hosts)
+    assert scheduler.tests_finished and not scheduler.has_pending
+
+
+def test_a_crashed_workers_unfinished_tests_go_to_its_replacement(tmp_path):
+    """xdist replaces a crashed worker (a new id) and schedules again: the replacement gets the crashed one's share,
+    less what it finished (the workers are synthesized, as above)."""
+    names = ["g1", "g2"]
+    inventory = load_inventory(make_standins(tmp_path, names, with_model=False))
+    collection = [f"tests/hosts/test_x.py::test_{check}[{name}]" for check in "abc" for name in names]
+    scheduler, workers = _scheduler(inventory, 2), [_Worker(0), _Worker(1)]
+    for worker in workers:
+        scheduler.add_node(worker)
+        scheduler.add_node_collection(worker, list(collection))
+    scheduler.schedule()
+    first = workers[0].sent.pop(0)
+    scheduler.mark_test_complete(workers[0], first)
+    crashed = scheduler.remove_node(workers[0])
+    assert crashed == collection[workers[0].sent[0]]  # the test it was running when it went
+    replacement = _Worker(2)
+    scheduler.add_node(replacement)
+    scheduler.add_node_collection(replacement, list(collection))
+    scheduler.schedule()
+    assert sorted(collection[i] for i in replacement.sent) == sorted(collection[i] for i in workers[0].sent)
+    for worker in (replacement, workers[1]):
+        while worker.sent:
+            scheduler.mark_test_complete(worker, worker.sent.pop(0))
+    assert scheduler.tests_finished and not scheduler.has_pending
