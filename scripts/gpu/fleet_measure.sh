@@ -30,6 +30,11 @@ def version(name):
 print(' '.join(f'{d}=={version(d)}' for d in ('pytest', 'pytest-xdist', 'execnet', 'pluggy', 'psutil', 'pytest-llmval')))
 " 2>&1
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"; echo "memory: $(grep MemTotal /proc/meminfo)"
+  echo "CPUs as xdist's -n auto counts them (psutil physical, logical; else os): $(PYTHONPATH=$SUITE:$SITE python3 -c "
+try:
+    import psutil; print(psutil.cpu_count(logical=False), psutil.cpu_count())
+except ImportError:
+    import os; print('no psutil', len(os.sched_getaffinity(0)))" 2>&1)"
   echo "tools the stand-ins use for real: $(for t in ip fuser find sha256sum; do printf '%s=%s ' $t "$(command -v $t || echo MISSING)"; done)"
   echo "PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-}"
   echo "plan: HOSTS=$HOSTS WORKERS=$WORKERS SMALL=$SMALL LATENCY=$LATENCY REPEAT=$REPEAT BUDGET_S=$BUDGET_S"

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fixtures.fleet import pytest_xdist_make_scheduler
+from fixtures.fleet import auto_workers, pytest_xdist_make_scheduler
 from fixtures.options import SETTINGS_KEY
 from llmval.core.errors import HostUnreachable
 from llmval.hostfacts import COMMANDS, FACTS, HostFacts, Prefetch, fact_plan, peer_facts, read_ahead
@@ -331,3 +331,20 @@ def test_a_crashed_workers_unfinished_tests_go_to_its_replacement(tmp_path):
         while worker.sent:
             scheduler.mark_test_complete(worker, worker.sent.pop(0))
     assert scheduler.tests_finished and not scheduler.has_pending
+
+
+@pytest.mark.parametrize(("hosts", "cpus", "workers"), [
+    (1, 16, 0), (4, 16, 0), (63, 16, 0),  # fewer than two workers' worth of hosts: one process
+    (64, 16, 2), (256, 16, 8), (1024, 16, 15),  # a worker per 32 hosts, one CPU left to the controller
+    (1024, 2, 0), (1024, 3, 2),  # two cores: the controller and one worker, no better than one process
+])
+def test_n_auto_starts_a_worker_per_share_of_hosts_and_leaves_the_controller_a_cpu(hosts, cpus, workers):
+    assert auto_workers(hosts, cpus) == workers
+
+
+def test_n_auto_on_a_small_fleet_runs_in_one_process_and_says_so(pytester, tmp_path):
+    inventory = make_standins(tmp_path, ["s1", "s2"])
+    result, outcomes = run_hosts(pytester, "--inventory", str(inventory), "-m", "smoke", "-n", "auto")
+    assert outcomes and not_passed(outcomes) == {}, result.stdout.str()[-3000:]
+    assert "llmval: -n auto: one process for 2 hosts on" in result.stdout.str()
+    assert "created:" not in result.stdout.str()  # xdist says "created: N/N workers" when it starts any
