@@ -155,16 +155,24 @@ def test_a_run_of_one_selected_host_reads_only_that_host(pytester, tmp_path):
     assert "sel-b" in hosts and set(peers) <= {"sel-a", "sel-c"} and all(n == 1 for n in peers.values()), peers
 
 
+def _verdicts(pytester) -> dict[str, list[dict]]:
+    """{nodeid: its verdicts and measured values} of the last run's results.json (run_hosts' reports folder)."""
+    tests = json.loads((pytester.path / "reports" / "results.json").read_text())["tests"]
+    return {t["nodeid"]: [*t["verdicts"], *t["measured"]] for t in tests}
+
+
 @pytest.mark.parametrize("workers", ["2", "3"])
 def test_under_xdist_each_host_is_read_by_the_worker_that_runs_its_checks(pytester, tmp_path, workers):
     names = [f"w{i}" for i in range(1, 6)]
     inventory = make_standins(tmp_path, names)
     _, serial = run_hosts(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-m", "smoke",
                           "--record", str(tmp_path / "serial"))
+    serial_verdicts = _verdicts(pytester)
     result, parallel = run_hosts(pytester, "--inventory", str(inventory), "-n", workers, "-m", "smoke",
                                  "--record", str(tmp_path / "rec"))
     assert not_passed(parallel) == {}, result.stdout.str()[-3000:]
     assert {n: o for n, (o, _) in serial.items()} == {n: o for n, (o, _) in parallel.items()}
+    assert _verdicts(pytester) == serial_verdicts  # each verdict once, as one process states it
     one_process = [row for rows in _sent(tmp_path / "serial").values() for row in rows]
     sent = _sent(tmp_path / "rec")
     assert len(sent) == int(workers), sorted(sent)
