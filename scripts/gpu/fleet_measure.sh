@@ -6,14 +6,15 @@
 # $OUT/fleet-env.txt. After setup.sh in the same lease (the suite's wheels in $SITE); installs this checkout again.
 #
 # Order, most informative first: 1 host in one process (the reference), then every HOSTS size across WORKERS,
-# then SMALL hosts in one process and under `-n auto`, then the first round again while the budget lasts.
+# then SMALL hosts in one process and under `-n auto` (4: one process; 128: the first size given 2 workers),
+# then the first round again while the budget lasts.
 # No run starts that measure_smoke predicts would end past BUDGET_S seconds after this script started, and a run
 # still going then is stopped (its line says "timed_out": true).
-# Env: HOSTS ("256 64 1024"), WORKERS ("0 16 8 4"), SMALL ("4"; "" for none), LATENCY (0.5), REPEAT (2: rounds of
+# Env: HOSTS ("256 64 1024"), WORKERS ("0 16 8 4"), SMALL ("4 128"; "" for none), LATENCY (0.5), REPEAT (2: rounds of
 # HOSTS x WORKERS), BUDGET_S (500; the device call limit is 600).
 set -u
 source "$(dirname "$0")/common.sh"
-HOSTS=${HOSTS:-256 64 1024}; WORKERS=${WORKERS:-0 16 8 4}; SMALL=${SMALL-4}; LATENCY=${LATENCY:-0.5}
+HOSTS=${HOSTS:-256 64 1024}; WORKERS=${WORKERS:-0 16 8 4}; SMALL=${SMALL-4 128}; LATENCY=${LATENCY:-0.5}
 REPEAT=${REPEAT:-2}; BUDGET_S=${BUDGET_S:-500}
 SECONDS=0
 bash "$(dirname "$0")/install_suite.sh" || exit 1

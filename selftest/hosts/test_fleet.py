@@ -342,11 +342,11 @@ def test_a_crashed_workers_unfinished_tests_go_to_its_replacement(tmp_path):
 
 
 @pytest.mark.parametrize(("hosts", "cpus", "workers"), [
-    (1, 16, 0), (4, 16, 0), (63, 16, 0),  # fewer than two workers' worth of hosts: one process
-    (64, 16, 2), (256, 16, 8), (1024, 16, 15),  # a worker per 32 hosts, one CPU left to the controller
+    (1, 16, 0), (4, 16, 0), (127, 16, 0),  # fewer than two workers' worth of hosts: one process
+    (128, 16, 2), (256, 16, 4), (1024, 16, 15),  # a worker per 64 hosts, one CPU left to the controller
     (1024, 2, 0), (1024, 3, 2),  # two cores: the controller and one worker, no better than one process
 ])
-def test_n_auto_starts_a_worker_per_share_of_hosts_and_leaves_the_controller_a_cpu(hosts, cpus, workers):
+def test_n_auto_starts_a_worker_per_64_hosts_and_leaves_the_controller_a_cpu(hosts, cpus, workers):
     assert auto_workers(hosts, cpus) == workers
 
 
