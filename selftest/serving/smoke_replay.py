@@ -11,13 +11,15 @@ from selftest.strategies import ROOT
 
 
 def replay_smoke(pytester, recording: Path) -> dict:
-    """`pytest -m smoke --replay recording` with the recording's inventory; its exit code and results.json."""
+    """`pytest -m smoke --replay recording` with the recording's inventory; its exit code, results.json and
+    terminal output."""
     pytester.chdir()
     result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
                           str(ROOT / "pyproject.toml"), "--reports", "reports", str(ROOT / "tests"), "-m", "smoke",
                           "-p", "no:xdist", "-p", "no:randomly", "--inventory", str(recording / "inventory.toml"),
                           "--replay", str(recording), timeout=300)
-    return {"ret": result.ret, "results": json.loads((pytester.path / "reports" / "results.json").read_text())}
+    return {"ret": result.ret, "results": json.loads((pytester.path / "reports" / "results.json").read_text()),
+            "stdout": result.stdout.str()}
 
 
 def verdicts_of(results: dict) -> dict[str, dict]:

@@ -9,7 +9,8 @@ def test_ray_alive_gpu_nodes(host, facts, expect):
     spec = host.ray
     nodes = facts.ray_nodes(spec.run_in)
     alive = [n for n in nodes if n.is_alive and n.gpus >= spec.gpus_per_node]
-    others = [f"{n.ip or n.node_id[:12]} {n.state} GPU={n.gpus:g}" for n in nodes if n not in alive]
+    others = [f"{n.ip or n.node_id[:12]} {n.state} GPU={n.gpus:g}" + (f" ({n.state_message})" if n.state_message
+                                                                        else "") for n in nodes if n not in alive]
     expect(host.name, "hosts.ray.alive_gpu_nodes",
            expected=f"{spec.alive_nodes} ALIVE with >= {spec.gpus_per_node:g} GPU",
            observed=f"{len(alive)}: {[n.ip for n in alive]}" + (f"; not counted: {others}" if others else ""),

@@ -36,7 +36,7 @@ from ..core.errors import (
 from ..inventory import EndpointSpec
 from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
-from .logs import last_error_statements, normalize_dtype
+from .logs import first_death_statement, last_error_statements, normalize_dtype
 from .metrics import Metrics, parse_metrics
 from .stream import StreamedChat, join_chat_stream
 
@@ -472,12 +472,19 @@ class EngineAdapter:
         if self._read_log_errors is None:
             raise NotExposed(f"[{self.spec.name}] the inventory declares no `logs` (and `host`) for this endpoint, "
                              "so the engine's last error lines cannot be quoted")
-        return last_error_statements(self._read_log_errors())
+        return last_error_statements(self._log_errors_text)
+
+    @functools.cached_property
+    def _log_errors_text(self) -> str:
+        assert self._read_log_errors is not None
+        return self._read_log_errors()
 
     def last_words(self) -> str:
-        """`last_log_errors` quoted for a verdict's evidence, or why there are none."""
+        """`last_log_errors` quoted for a verdict's evidence, or why there are none; the first line that says what
+        died (a Ray worker, the engine core) first, when the last ones do not hold it."""
         try:
             lines = self.last_log_errors()
+            death = first_death_statement(self._log_errors_text)
         except ReplayMiss:
             return "the engine log's last error lines: not in this recording (made before the suite read them)"
         except LlmvalError as error:
@@ -485,8 +492,9 @@ class EngineAdapter:
         if not lines:
             return (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process killed "
                     "with SIGKILL writes none)")
+        first = f"what died: {death!r}; " if death and death not in lines else ""
         before = f"; before it: {' | '.join(repr(x) for x in lines[:-1])}" if len(lines) > 1 else ""
-        return f"the engine log's last error: {lines[-1]!r}{before} (from {self.spec.logs})"
+        return f"{first}the engine log's last error: {lines[-1]!r}{before} (from {self.spec.logs})"
 
     def _not_exposed(self, what: str) -> NotExposed:
         return NotExposed(f"[{self.spec.name}] engine {self.kind!r} exposes no {what}")

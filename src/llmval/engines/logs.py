@@ -29,8 +29,12 @@ VLLM_ATTENTION_BACKEND_RE = re.compile(
 # Ray prefixes a worker's lines with `(RayWorkerWrapper pid=N, ip=A)`, after the engine core's own prefix
 # (`(EngineCore_DP0 pid=1088) (RayWorkerWrapper pid=285, ip=192.168.177.12) ...`); workers on the head's own node
 # print no `ip=` at all (`(RayWorkerWrapper pid=285) ...`).
+# vLLM's Ray workers as Ray prefixes their forwarded lines: `(RayWorkerWrapper pid=285, ip=192.168.177.12)` (the
+# older executor, the Sparks' vLLM 0.17) or `(RayWorkerProc pid=3686)` (vLLM 0.24's default one); no `ip=` on the
+# driver's own node.
 VLLM_RAY_WORKER_RE = re.compile(
-    r"^(?:\([\w.]+ pid=\d+\) )*\(RayWorkerWrapper pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.:a-fA-F]+))?\)", re.M)
+    r"^(?:\([\w.]+ pid=\d+\) )*\((?P<actor>RayWorkerWrapper|RayWorkerProc) pid=(?P<pid>\d+)"
+    r"(?:, ip=(?P<ip>[\d.:a-fA-F]+))?\)", re.M)
 # The multiprocessing executor across nodes (no Ray): `world_size=2, local_world_size=1` on each node's leader.
 VLLM_WORLD_SIZE_RE = re.compile(r"^.*\bworld_size=(?P<world>\d+), local_world_size=(?P<local>\d+).*$", re.M)
 # An enum's repr inside a printed dict: `<DynamicShapesType.BACKED: 'backed'>`, `<CUDAGraphMode.FULL: (2, 1)>`.
@@ -243,6 +247,8 @@ class VllmLogFacts:
     ray_worker_ips: tuple[str, ...] = ()
     ray_local_worker_quote: str = ""
     """A Ray worker line without `ip=`: a worker on the head's own node."""
+    ray_echo_quote: str = ""
+    """Remote `ip=`s whose lines carry only head workers' pids (a second raylet on the same machine): not nodes."""
     world_size: int | None = None
     local_world_size: int | None = None
     world_size_quote: str = ""
@@ -314,7 +320,18 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
     facts["attention_backends"] = tuple(LogLine(m["backend"], m.group(0).strip())
                                         for m in VLLM_ATTENTION_BACKEND_RE.finditer(text))
     workers = list(VLLM_RAY_WORKER_RE.finditer(text))
-    facts["ray_worker_ips"] = tuple(sorted({m["ip"] for m in workers if m["ip"]}))
+    # Two raylets on one machine share its session folder, so the second node's log monitor forwards the head's
+    # worker files too, as `ip=<second node>` with the head worker's pid (seen on the lent H200, 2026-12-02): a
+    # remote ip whose every pid is also a local worker's is that echo, not a node
+    local_pids = {m["pid"] for m in workers if not m["ip"]}
+    remote: dict[str, set[str]] = {}
+    for m in workers:
+        if m["ip"]:
+            remote.setdefault(m["ip"], set()).add(m["pid"])
+    facts["ray_worker_ips"] = tuple(sorted(ip for ip, pids in remote.items() if not pids <= local_pids))
+    if echoes := sorted(ip for ip, pids in remote.items() if pids <= local_pids):
+        facts["ray_echo_quote"] = (f"not counted: {', '.join(echoes)} (lines forwarded with a head worker's pid "
+                                   f"{', '.join(sorted(local_pids))}: another raylet's log monitor on the same machine)")
     if local := next((m for m in workers if not m["ip"]), None):
         facts["ray_local_worker_quote"] = text[local.start():text.find("\n", local.start())].strip()[:300]
     if m := _last(VLLM_WORLD_SIZE_RE, text):
@@ -417,3 +434,21 @@ def last_error_statements(text: str, limit: int = 3) -> list[str]:
         found.pop(statement, None)  # the latest occurrence counts
         found[statement] = line.rstrip()
     return list(found.values())[-limit:]
+
+
+DEATH_RE = re.compile(r"died unexpectedly|ActorDiedError|RayActorError|OutOfMemoryError|CUDA out of memory")
+"""The engine saying why it died, before its tracebacks: `RayWorkerProc rank=[0] died unexpectedly, shutting down
+executor.` (vLLM's Ray executor, seen on the lent H200), `Engine core proc EngineCore_DP0 died unexpectedly`."""
+
+
+def first_death_statement(text: str) -> str:
+    """The first line of the current start that says what died (`DEATH_RE`), as the engine wrote it; "" if none.
+
+    >>> first_death_statement("(EngineCore pid=7350) ERROR 12-02 05:16:48 [ray_executor_v2.py:489] RayWorkerProc "
+    ...                       "rank=[0] died unexpectedly, shutting down executor.\\nRuntimeError: Executor failed.")
+    '(EngineCore pid=7350) ERROR 12-02 05:16:48 [ray_executor_v2.py:489] RayWorkerProc rank=[0] died unexpectedly, shutting down executor.'
+    """
+    for line in ANSI_RE.sub("", text).splitlines():
+        if DEATH_RE.search(line):
+            return line.rstrip()
+    return ""

@@ -210,8 +210,9 @@ class VllmAdapter(EngineAdapter):
                               self.log.engine_config_quote[:300])
 
     def nodes(self) -> Fact:
-        """Ray: the distinct `ip=` of `(RayWorkerWrapper pid=.., ip=..)` lines, plus the head's own node when a
-        worker line has no `ip=` (Ray prints none for the local node); multiprocessing across nodes (no Ray):
+        """Ray: the distinct `ip=` of `(RayWorkerProc|RayWorkerWrapper pid=.., ip=..)` lines, plus the head's own
+        node when a worker line has no `ip=` (Ray prints none for the local node; an `ip=` that only echoes head
+        workers' pids is not a node: `VllmLogFacts.ray_echo_quote`); multiprocessing across nodes (no Ray):
         `nnodes`, else world_size / local_world_size; otherwise 1."""
         log = self.log
         ips, local = log.ray_worker_ips, log.ray_local_worker_quote
@@ -220,12 +221,12 @@ class VllmAdapter(EngineAdapter):
             backend, _ = self._arg("distributed_executor_backend")
         if backend == "ray" or ips or local:
             if not (ips or local):
-                raise NotExposed(f"[{self.spec.name}] Ray backend but no `(RayWorkerWrapper pid=..)` lines "
-                                 "in the log; check `ray list nodes` on the head")
+                raise NotExposed(f"[{self.spec.name}] Ray backend but no `(RayWorkerProc pid=..)` or "
+                                 "`(RayWorkerWrapper pid=..)` lines in the log; check `ray list nodes` on the head")
             count = len(ips) + (1 if local else 0)
-            source = "engine log: distinct RayWorkerWrapper ips" + (" + the head's own node (no ip=)" if local else "")
-            return Fact(count, source, "; ".join(x for x in (f"ips={list(ips)}", local[:160], log.cross_node_quote)
-                                                 if x))
+            source = "engine log: distinct Ray worker ips" + (" + the head's own node (no ip=)" if local else "")
+            return Fact(count, source, "; ".join(x for x in (f"ips={list(ips)}", local[:160], log.ray_echo_quote,
+                                                             log.cross_node_quote) if x))
         nnodes, quote = self._arg("nnodes")
         if nnodes is not None:
             return Fact(int(nnodes), "engine log: non-default args nnodes", quote[:200])

@@ -158,10 +158,12 @@ class Judgement:
     """What the declared ports showed, for people (`port 8000: nothing listens`)."""
 
     def zombie_text(self) -> list[str]:
-        """Each zombie: pid, name, its GPU memory, age and why its server is gone (the long name match last, so a
-        shortened verdict keeps what matters)."""
+        """Each zombie: pid, name, its GPU memory, age and why its server is gone (the long name match last, and the
+        largest GPU memory first, so a shortened verdict keeps what matters: with Ray the memory is the actor's,
+        not its orphaned driver's)."""
+        ranked = sorted(self.zombies, key=lambda z: -sum(a.used_mib or 0 for a in z[0].apps))
         return [f"pid {h.pid} {h.name}, {h.memory()}, up {human_age(h.row.age_s) if h.row else '?'}, {why} "
-                f"({h.why_allowed()})" for h, why in self.zombies]
+                f"({h.why_allowed()})" for h, why in ranked]
 
     def server_text(self) -> list[str]:
         """Each undeclared server once: its port, its server process, its GPU holders and the memory they hold.

@@ -275,16 +275,18 @@ class Connection:
         return self._send(command, timeout_s)
 
     def run_step(self, command: str, *, timeout_s: float | None = None) -> CommandResult:
-        """Run an inventory `[launch]` step's own shell text (`--launch` only: start, wait and stop steps)."""
-        return self._send(str(command), timeout_s)
+        """Run an inventory `[launch]` step's own shell text (`--launch` only: start, wait and stop steps). Never
+        recorded: a recording is evidence of read-only commands, and a step is an action (a recording holding one
+        is refused at replay; seen with the Ray launch's `ray start` steps on the lent H200, 2026-12-02)."""
+        return self._send(str(command), timeout_s, evidence=False)
 
-    def _send(self, sent: str, timeout_s: float | None) -> CommandResult:
+    def _send(self, sent: str, timeout_s: float | None, *, evidence: bool = True) -> CommandResult:
         command = str(sent)
         if self._replay is not None:
             result = self._replay.command(self.name, sent)
         else:
             result = self._run_live(command, timeout_s or self.spec.timeout_s)
-        if self._recorder is not None and self._replay is None:
+        if self._recorder is not None and self._replay is None and evidence:
             self._recorder.command(result)
         if result.timed_out:
             so_far = (result.stderr.strip() or result.stdout.strip())[-300:]
