@@ -17,8 +17,16 @@ from llmval.parsers.env import parse_environ
 from llmval.parsers.files import parse_find_listing, parse_sha256sum
 from llmval.parsers.ip import parse_ip_addr
 from llmval.parsers.procs import GpuHolder, parse_fuser_verbose
-from llmval.parsers.ray import parse_ray_nodes
+from llmval.parsers.ray import parse_ray_actors, parse_ray_jobs, parse_ray_nodes
 from llmval.parsers.systemd import parse_systemctl_show
+from selftest.hosts.ray_captures import (
+    HEALTHY_NODES,
+    NODEDOWN_NODES,
+    WORKERKILL_ACTORS,
+    WORKERKILL_JOBS,
+    ZOMBIE_ACTORS,
+    ZOMBIE_JOBS,
+)
 from selftest.strategies import ROOT
 
 REAL = ROOT / "selftest" / "data" / "real" / "h200x2"
@@ -76,6 +84,69 @@ def test_ray_state_api_and_ray_nodes_shapes():
     assert rest[0].is_alive
     with pytest.raises(ParseError):
         parse_ray_nodes("======== Autoscaler status ========")
+
+
+# ---- Ray 2.60's State API as the lent H200 printed it (2026-12-02, scripts/gpu/ray/scenario.sh): the JSON quoted in
+# selftest/hosts/test_ray_workers.py, which says where each was captured
+
+
+def test_real_ray_nodes_keep_a_dead_node_and_why_ray_gave_it_up():
+    """nodedown-smoke/after: the second raylet killed, listed DEAD with Ray's reason; the head's GPU counted."""
+    head, second = parse_ray_nodes(NODEDOWN_NODES)
+    assert (head.ip, head.is_head, head.is_alive, head.gpus, head.state_message) == ("127.0.1.1", True, True, 1.0, "")
+    assert (second.ip, second.is_head, second.is_alive, second.gpus, second.state) == ("127.0.1.2", False, False, 0.0,
+                                                                                      "DEAD")
+    assert second.state_message == "Unexpected termination: health check failed due to missing too many heartbeats"
+    assert second.node_id == "69fe9bdbf10d3889a54e6b102d2d10a308fc3a39b9dde79960376352"
+    assert [(n.ip, n.is_alive) for n in parse_ray_nodes(HEALTHY_NODES)] == [("127.0.1.1", True), ("127.0.1.2", True)]
+
+
+def test_real_ray_actors_and_jobs_give_the_worker_its_driver():
+    [actor] = parse_ray_actors(ZOMBIE_ACTORS)  # rayzombie-smoke: the actor its orphaned driver keeps alive
+    assert (actor.pid, actor.class_name, actor.name, actor.state, actor.job_id, actor.node_id) == (
+        19020, "RayWorkerProc", "vllm_Worker_1796189067714839977", "ALIVE", "01000000",
+        "d545c911af813fbac5dd632495f536e9b25fbb3f2b8547e55393f657")
+    [job] = parse_ray_jobs(ZOMBIE_JOBS)  # `driver_info.pid` is a string in Ray's JSON
+    assert (job.job_id, job.status, job.driver_pid, job.driver_ip) == ("01000000", "RUNNING", 18107, "127.0.1.1")
+    [dead] = parse_ray_actors(WORKERKILL_ACTORS)  # workerkill-smoke: the worker killed, its job done
+    assert (dead.pid, dead.state) == (8270, "DEAD")
+    assert parse_ray_jobs(WORKERKILL_JOBS)[0].status == "SUCCEEDED"
+
+
+def test_ray_s_empty_answer_is_an_empty_list():
+    """REAL (healthy-cluster, before vLLM started): `ray list actors --format json` and `ray list jobs --format json`
+    print `No resource in the cluster`, not `[]` (it was a ParseError, `not JSON`, before)."""
+    assert parse_ray_actors("No resource in the cluster\n") == []
+    assert parse_ray_jobs("No resource in the cluster\n") == []
+    assert parse_ray_nodes("No resource in the cluster\n") == []
+
+
+def test_ray_json_after_log_lines_and_in_the_dashboard_s_envelope():
+    """SYNTHESIZED wrappers around the REAL JSON: a log line in Ray's format (its `ray start` log on the H200:
+    `2026-12-02 05:03:33,456\tINFO usage_lib.py:448 -- Usage stats collection is disabled.`) printed before it,
+    and the envelope of the dashboard's REST answer as the parser unwraps it (`{"data": {"result": {"result":
+    [...]}}}`)."""
+    log = "2026-12-02 05:03:33,456\tINFO usage_lib.py:448 -- Usage stats collection is disabled.\n"
+    assert parse_ray_actors(log + ZOMBIE_ACTORS) == parse_ray_actors(ZOMBIE_ACTORS)
+    assert parse_ray_jobs(log + ZOMBIE_JOBS)[0].driver_pid == 18107
+    assert parse_ray_nodes(log + NODEDOWN_NODES)[1].state_message.startswith("Unexpected termination")
+    envelope = '{"result": true, "data": {"result": {"result": %s}}}'
+    assert parse_ray_actors(envelope % ZOMBIE_ACTORS)[0].pid == 19020
+    assert parse_ray_jobs(envelope % ZOMBIE_JOBS)[0].driver_ip == "127.0.1.1"
+    assert not parse_ray_nodes(envelope % NODEDOWN_NODES)[1].is_alive
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("======== Autoscaler status: 2026-12-02 05:04:10.041390 ========\nNode status\n", "not JSON"),  # `ray status`
+    ('[{"actor_id": "47a536d606f0b0e62ff04c3b01000000", "class_name": "RayWorkerProc"', "not JSON"),  # cut short
+    (ZOMBIE_ACTORS[1:-1], "expected a list of"),  # one entry, not in a list
+    ('["RayWorkerProc"]', "expected a list of"),  # a list, but not of objects
+])
+def test_malformed_ray_output_is_a_parse_error_that_says_what_and_why(text, reason):
+    for parse, what in ((parse_ray_actors, "actors"), (parse_ray_jobs, "jobs")):
+        with pytest.raises(ParseError, match=f"cannot parse ray {what} JSON: {reason}") as error:
+            parse(text)
+        assert error.value.excerpt == text[:200]
 
 
 def test_live_environ_of_this_process():

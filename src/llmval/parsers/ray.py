@@ -40,9 +40,19 @@ def _json_start(text: str) -> str:
     return text
 
 
+EMPTY_LIST = "No resource in the cluster"
+"""What `ray list ... --format json` prints instead of `[]` when it lists nothing (Ray's `format_list_api_output`
+says so before it looks at the format): read off the lent H200 on stdout, nothing on stderr, from `ray list actors`
+and `ray list jobs` of a fresh cluster."""
+
+
 def _json_list(text: str, what: str) -> list:
     """The JSON list of a `ray list ... --format json` (log lines before it skipped; the dashboard's REST
-    envelope `{"data": {"result": {"result": [...]}}}` unwrapped); each entry a JSON object."""
+    envelope `{"data": {"result": {"result": [...]}}}` unwrapped; Ray's `No resource in the cluster` an empty
+    list); each entry a JSON object."""
+    lines = text.strip().splitlines()
+    if lines and lines[-1].strip() == EMPTY_LIST:
+        return []
     try:
         data = json.loads(_json_start(text))
     except json.JSONDecodeError as error:
