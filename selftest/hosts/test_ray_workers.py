@@ -257,6 +257,18 @@ def test_holders_not_under_a_raylet_are_judged_as_before_and_ray_is_not_asked():
     assert [h.pid for h in judged.strays] == [18258] and idle.asked == []
 
 
+def test_a_ray_worker_is_not_called_a_zombie_when_the_declared_port_s_process_is_hidden():
+    """SYNTHESIZED from healthy-smoke/after: port 8000 listens but fuser shows no process for it (checks run as a
+    user who cannot see root's sockets). The API server and engine core are unjudged for that; the Ray worker,
+    whose driver is under that same API server, was called a zombie (`serves no declared port`) before."""
+    judged, _, _ = read_judgement(healthy(port_owners={8000: []}), RULE, [8000])
+    assert judged.zombies == []
+    why = _by_pid(judged.unjudged)
+    assert sorted(why) == [2555, 2780, 3686]
+    assert why[3686] == why[2555] == ("port 8000 listens but fuser cannot see its process (run the host checks as "
+                                      "root or as the serving user)")
+
+
 @pytest.mark.parametrize(("title", "allowed", "matched"), [
     ("ray::RayWorkerProc.run", "ray::RayWorkerProc", True),  # the title of the H200's worker while it serves
     ("ray::RayWorkerProc", "ray::RayWorkerProc", True),  # the class alone, between methods

@@ -266,18 +266,18 @@ def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], 
             how = "it serves" if server == holder.pid else f"its ancestor pid {server} ({_short(rows, server)}) serves"
             result.attached.append((holder, f"{how} port {servers[server]}"))
             continue
-        owner = ray_owners.get(holder.pid)
-        if owner is not None:
-            _judge_ray_worker(result, holder, owner, rows, servers, ports, closed)
-            continue
         own = next((pid for pid in _chain(holder.pid, rows) if pid in other_servers), None)
         if own is not None:
             result.servers.append(StrayServer(holder, other_servers[own], own, rows[own].args if own in rows else ""))
             continue
         hidden = [p for p in ports if p not in closed and not port_pids.get(p)]
-        if hidden:
+        if hidden:  # a Ray worker too: its driver may be under the server that holds the port unseen
             result.unjudged.append((holder, f"port {hidden[0]} listens but fuser cannot see its process "
                                             "(run the host checks as root or as the serving user)"))
+            continue
+        owner = ray_owners.get(holder.pid)
+        if owner is not None:
+            _judge_ray_worker(result, holder, owner, rows, servers, ports, closed)
             continue
         result.zombies.append((holder, _why_orphan(holder, rows, ports, closed)))
     return result
