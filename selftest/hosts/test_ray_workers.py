@@ -269,6 +269,26 @@ def test_a_ray_worker_is_not_called_a_zombie_when_the_declared_port_s_process_is
                                       "root or as the serving user)")
 
 
+def test_a_second_undeclared_ray_server_s_worker_is_a_stray_server_with_its_gpu_memory():
+    """SYNTHESIZED from healthy-smoke/after: the API server told `--port 8001` (no endpoint declares it) and holding
+    it (0100007F:1F41), the declared 8000 closed. The API server and its engine core were already one stray server
+    (issue 31.1); its Ray worker, which holds all the memory, was a zombie (`its driver ... serves no declared
+    port`) and the server's line said `GPU memory not reported`."""
+    facts = healthy(ps=HEALTHY_PS.replace(API, API.replace("--port 8000", "--port 8001")),
+                    listening="0100007F:1F41 0\n" + LISTEN_RAY, port_owners={8001: [2555]})
+    judged, _, _ = read_judgement(facts, RULE, [8000], [8000, 30000])
+    assert judged.zombies == [] and judged.attached == []
+    assert [(s.holder.pid, s.port, s.server_pid) for s in judged.servers] == [(2555, 8001, 2555), (2780, 8001, 2555),
+                                                                              (3686, 8001, 2555)]
+    assert judged.server_text() == [
+        "a server on port 8001 that no endpoint declares: pid 2555 python3 -m vllm.entrypoints.openai.api_server "
+        f"(with pid 2780 VLLM::EngineCore, pid 3686 ray::RayWorkerProc.run) holds 42.9 GiB (43920 MiB) on {UUID}"]
+    # a driver on another node is not looked up among this host's pids (its pid is that node's)
+    elsewhere = replace(facts, jobs=ray_job("2780", ip="127.0.1.2"))
+    judged, _, _ = read_judgement(elsewhere, RULE, [8000], [8000, 30000])
+    assert [h.pid for h, _ in judged.unjudged] == [3686] and 3686 not in [s.holder.pid for s in judged.servers]
+
+
 @pytest.mark.parametrize(("title", "allowed", "matched"), [
     ("ray::RayWorkerProc.run", "ray::RayWorkerProc", True),  # the title of the H200's worker while it serves
     ("ray::RayWorkerProc", "ray::RayWorkerProc", True),  # the class alone, between methods

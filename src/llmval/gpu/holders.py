@@ -235,9 +235,9 @@ def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], 
           ray_owners: dict[int, RayOwner] | None = None) -> Judgement:
     """Sort the holders: strays (not serving), and each serving one attached (itself or an ancestor holds a
     declared port's socket; for a Ray worker, its driver's tree: `ray_owners`, holder pid -> RayOwner), a server
-    of its own (itself or an ancestor holds the socket of a port no endpoint declares: `other_servers`,
-    pid -> port) or a zombie (why: port closed, parent gone, parent serves no declared port, a Ray worker whose
-    driver has no server)."""
+    of its own (itself or an ancestor, for a Ray worker its driver's tree too, holds the socket of a port no
+    endpoint declares: `other_servers`, pid -> port) or a zombie (why: port closed, parent gone, parent serves no
+    declared port, a Ray worker whose driver has no server)."""
     result = Judgement()
     other_servers = other_servers or {}
     ray_owners = ray_owners or {}
@@ -266,7 +266,12 @@ def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], 
             how = "it serves" if server == holder.pid else f"its ancestor pid {server} ({_short(rows, server)}) serves"
             result.attached.append((holder, f"{how} port {servers[server]}"))
             continue
-        own = next((pid for pid in _chain(holder.pid, rows) if pid in other_servers), None)
+        owner = ray_owners.get(holder.pid)
+        driver_tree = _driver_tree(owner, rows)
+        if any(pid in servers for pid in driver_tree):
+            driver_tree = []  # attached through its driver (_judge_ray_worker), whatever else that tree serves
+        tree = _chain(holder.pid, rows) + driver_tree
+        own = next((pid for pid in tree if pid in other_servers), None)
         if own is not None:
             result.servers.append(StrayServer(holder, other_servers[own], own, rows[own].args if own in rows else ""))
             continue
@@ -275,12 +280,21 @@ def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], 
             result.unjudged.append((holder, f"port {hidden[0]} listens but fuser cannot see its process "
                                             "(run the host checks as root or as the serving user)"))
             continue
-        owner = ray_owners.get(holder.pid)
         if owner is not None:
             _judge_ray_worker(result, holder, owner, rows, servers, ports, closed)
             continue
         result.zombies.append((holder, _why_orphan(holder, rows, ports, closed)))
     return result
+
+
+def _driver_tree(owner: RayOwner | None, rows: dict[int, ProcessRow]) -> list[int]:
+    """A Ray worker's driver and its ancestors, where its server is (none when Ray could not tell the driver, or
+    the driver runs on another node: its pid is not this host's)."""
+    if owner is None or owner.unknown or owner.driver_pid is None:
+        return []
+    if owner.driver_ip and owner.worker_ip and owner.driver_ip != owner.worker_ip:
+        return []
+    return _chain(owner.driver_pid, rows)
 
 
 def _judge_ray_worker(result: Judgement, holder: Holder, owner: RayOwner, rows: dict[int, ProcessRow],
