@@ -115,23 +115,28 @@ def predicted_wall_s(runs: list[dict], n_hosts: int) -> float:
 
 
 def summarize(runs: list[dict]) -> list[dict]:
-    """Medians per (latency, hosts, workers), and the median wall over one host's in one process (same latency)."""
+    """Medians per (latency, hosts, workers) over the runs that ended (`n`; `timed_out` counts those stopped at the
+    budget), and the median wall over one host's in one process (same latency)."""
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
         groups.setdefault((run["tool_latency_s"], run["hosts"], run["workers"]), []).append(run)
     rows = []
     for (latency, hosts, workers), group in groups.items():
-        rows.append({"summary": True, "tool_latency_s": latency, "hosts": hosts, "workers": workers, "n": len(group),
-                     "timed_out": sum(bool(r.get("timed_out")) for r in group),
-                     "wall_s_median": round(statistics.median(r["wall_s"] for r in group), 2),
-                     "wall_s_all": [r["wall_s"] for r in group],
-                     "cpu_s_median": round(statistics.median(r["cpu_s"] for r in group), 2),
-                     "loadavg_median": round(statistics.median(r["loadavg_before"] for r in group), 2),
+        done = [r for r in group if not r.get("timed_out")]  # a stopped run's wall is only a lower bound
+
+        def median(key: str, runs: list[dict] = done) -> float | None:
+            return round(statistics.median(r[key] for r in runs), 2) if runs else None
+
+        rows.append({"summary": True, "tool_latency_s": latency, "hosts": hosts, "workers": workers, "n": len(done),
+                     "timed_out": len(group) - len(done), "wall_s_median": median("wall_s"),
+                     "wall_s_all": [r["wall_s"] for r in group], "cpu_s_median": median("cpu_s"),
+                     "loadavg_median": median("loadavg_before", group),
                      "rc": sorted({r["rc"] for r in group}, key=str)})
     for row in rows:
         base = next((r for r in rows if r["tool_latency_s"] == row["tool_latency_s"] and r["hosts"] == 1
-                     and r["workers"] == "0"), None)
-        row["vs_one_host_one_process"] = round(row["wall_s_median"] / base["wall_s_median"], 2) if base else None
+                     and r["workers"] == "0" and r["wall_s_median"]), None)
+        row["vs_one_host_one_process"] = (round(row["wall_s_median"] / base["wall_s_median"], 2)
+                                          if base and row["wall_s_median"] else None)
     return rows
 
 
