@@ -331,7 +331,8 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
     facts["ray_worker_ips"] = tuple(sorted(ip for ip, pids in remote.items() if not pids <= local_pids))
     if echoes := sorted(ip for ip, pids in remote.items() if pids <= local_pids):
         facts["ray_echo_quote"] = (f"not counted: {', '.join(echoes)} (lines forwarded with a head worker's pid "
-                                   f"{', '.join(sorted(local_pids))}: another raylet's log monitor on the same machine)")
+                                   f"{', '.join(sorted(local_pids))}: another raylet's log monitor on the same "
+                                   "machine)")
     if local := next((m for m in workers if not m["ip"]), None):
         facts["ray_local_worker_quote"] = text[local.start():text.find("\n", local.start())].strip()[:300]
     if m := _last(VLLM_WORLD_SIZE_RE, text):
@@ -444,9 +445,9 @@ executor.` (vLLM's Ray executor, seen on the lent H200), `Engine core proc Engin
 def first_death_statement(text: str) -> str:
     """The first line of the current start that says what died (`DEATH_RE`), as the engine wrote it; "" if none.
 
-    >>> first_death_statement("(EngineCore pid=7350) ERROR 12-02 05:16:48 [ray_executor_v2.py:489] RayWorkerProc "
-    ...                       "rank=[0] died unexpectedly, shutting down executor.\\nRuntimeError: Executor failed.")
-    '(EngineCore pid=7350) ERROR 12-02 05:16:48 [ray_executor_v2.py:489] RayWorkerProc rank=[0] died unexpectedly, shutting down executor.'
+    >>> line = "(EngineCore pid=7350) ERROR 12-02 05:16:48 [ray_executor_v2.py:489] RayWorkerProc rank=[0] died"
+    >>> first_death_statement(line + " unexpectedly, shutting down executor.\\nRuntimeError: Executor failed.")[68:]
+    'RayWorkerProc rank=[0] died unexpectedly, shutting down executor.'
     """
     for line in ANSI_RE.sub("", text).splitlines():
         if DEATH_RE.search(line):
