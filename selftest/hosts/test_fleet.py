@@ -7,6 +7,7 @@ sent from its own recording (`--record`: one commands-<pid>.jsonl per process)."
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import Counter
@@ -15,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fixtures.fleet import auto_workers, pytest_xdist_make_scheduler
+from fixtures.fleet import auto_workers, inventory_hosts, pytest_xdist_make_scheduler
 from fixtures.options import SETTINGS_KEY
 from llmval.core.errors import HostUnreachable
 from llmval.hostfacts import COMMANDS, FACTS, HostFacts, Prefetch, fact_plan, peer_facts, read_ahead
@@ -356,3 +357,15 @@ def test_n_auto_on_a_small_fleet_runs_in_one_process_and_says_so(pytester, tmp_p
     assert outcomes and not_passed(outcomes) == {}, result.stdout.str()[-3000:]
     assert "llmval: -n auto: one process for 2 hosts on" in result.stdout.str()
     assert "created:" not in result.stdout.str()  # xdist says "created: N/N workers" when it starts any
+
+
+def test_n_auto_counts_the_named_inventorys_hosts_and_never_reads_a_fifo(tmp_path):
+    def config(path: Path) -> SimpleNamespace:
+        options = {"llmval_inventory": str(path)}
+        return SimpleNamespace(getoption=lambda name, default=None: options.get(name, default), rootpath=tmp_path)
+
+    assert inventory_hosts(config(make_standins(tmp_path, ["c1", "c2", "c3"], with_model=False))) == 3
+    fifo = tmp_path / "inventory.toml"
+    os.mkfifo(fifo)  # nobody writes it: a read would block the run before it starts
+    assert inventory_hosts(config(fifo)) is None  # xdist's own count then; pytest_configure says what is wrong
+    assert inventory_hosts(config(tmp_path / "missing.toml")) is None
