@@ -16,14 +16,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from fixtures.fleet import auto_workers, inventory_hosts, pytest_xdist_make_scheduler
-from fixtures.options import SETTINGS_KEY
+from fixtures.fleet import auto_workers, inventory_hosts
 from llmval.core.errors import HostUnreachable
 from llmval.hostfacts import COMMANDS, FACTS, HostFacts, Prefetch, fact_plan, peer_facts, read_ahead
 from llmval.inventory import load_inventory
 from llmval.io.transport import connect
 
 from ._contract import not_passed, run_hosts
+from .measure_scheduler import SyntheticWorker, host_scheduler
 from .standin import make_standins
 
 pytest_plugins = ["pytester"]
@@ -253,37 +253,6 @@ def test_host_checks_run_check_by_check_over_the_hosts(pytester, tmp_path):
     assert [nodeid.split("[")[1] for nodeid in order[:3]] == ["a]", "b]", "c]"], order[:3]
 
 
-class _Worker:
-    """A stand-in for xdist's WorkerController as the scheduler sees it: an id, the test indexes sent to it."""
-
-    def __init__(self, index: int):
-        self.gateway = SimpleNamespace(id=f"gw{index}")
-        self.shutting_down = False
-        self.sent: list[int] = []
-
-    def send_runtest_some(self, indexes: list[int]) -> None:
-        self.sent.extend(indexes)
-
-    def shutdown(self) -> None:
-        self.shutting_down = True
-
-
-class _Log:
-    def __getattr__(self, name: str) -> _Log:
-        return self
-
-    def __call__(self, *args: object) -> None:
-        pass
-
-
-def _scheduler(inventory, workers: int):
-    config = SimpleNamespace(stash={SETTINGS_KEY: SimpleNamespace(inventory=inventory)},
-                             option=SimpleNamespace(loadscopereorder=False),
-                             getoption=lambda name, default=None: {"dist": "load"}.get(name, default),
-                             getvalue=lambda name: {"tx": [f"{workers}*popen"]}[name])
-    return pytest_xdist_make_scheduler(config, _Log())
-
-
 def test_the_host_scheduler_sends_each_test_once_to_its_hosts_worker_and_counts_what_each_still_holds(tmp_path):
     """fixtures/fleet.py's scheduler driven as xdist's controller drives it (the workers and their collection are
     synthesized: four check names over five stand-in hosts, and two tests of no host), each worker finishing
@@ -295,7 +264,7 @@ def test_the_host_scheduler_sends_each_test_once_to_its_hosts_worker_and_counts_
     inventory = load_inventory(make_standins(tmp_path, names, with_model=False))
     collection = [f"tests/hosts/test_x.py::test_{check}[{name}]" for check in "abcd" for name in names]
     collection += ["tests/hosts/test_x.py::test_no_host", "tests/hosts/test_x.py::test_other"]
-    scheduler, workers = _scheduler(inventory, 2), [_Worker(0), _Worker(1)]
+    scheduler, workers = host_scheduler(inventory, 2), [SyntheticWorker(0), SyntheticWorker(1)]
     for worker in workers:
         scheduler.add_node(worker)
     for worker in workers:
@@ -322,7 +291,7 @@ def test_a_crashed_workers_unfinished_tests_go_to_its_replacement(tmp_path):
     names = ["g1", "g2"]
     inventory = load_inventory(make_standins(tmp_path, names, with_model=False))
     collection = [f"tests/hosts/test_x.py::test_{check}[{name}]" for check in "abc" for name in names]
-    scheduler, workers = _scheduler(inventory, 2), [_Worker(0), _Worker(1)]
+    scheduler, workers = host_scheduler(inventory, 2), [SyntheticWorker(0), SyntheticWorker(1)]
     for worker in workers:
         scheduler.add_node(worker)
         scheduler.add_node_collection(worker, list(collection))
@@ -331,7 +300,7 @@ def test_a_crashed_workers_unfinished_tests_go_to_its_replacement(tmp_path):
     scheduler.mark_test_complete(workers[0], first)
     crashed = scheduler.remove_node(workers[0])
     assert crashed == collection[workers[0].sent[0]]  # the test it was running when it went
-    replacement = _Worker(2)
+    replacement = SyntheticWorker(2)
     scheduler.add_node(replacement)
     scheduler.add_node_collection(replacement, list(collection))
     scheduler.schedule()
