@@ -28,7 +28,7 @@ nightly: setup
 
 selftest: setup
 	$(VENV)/bin/lint-imports   # the layers of pyproject.toml [tool.importlinter]
-	$(PY) -m pytest selftest
+	$(PY) -m pytest selftest --durations=25   # the slowest self-tests named in every CI log (the 30-minute budget)
 
 FAST := not (engine or subprocess or netns or slow)
 check: $(VENV)/.ready

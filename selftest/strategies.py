@@ -159,3 +159,13 @@ def fuzzed_inventory_bytes(rng) -> bytes:
 def fuzzed_inventories():
     """Bytes of a damaged inventory file, driven by hypothesis' own random source (so failures replay)."""
     return st.randoms(use_true_random=False).map(fuzzed_inventory_bytes)
+
+
+def sigint_as_in_a_terminal() -> None:
+    """`preexec_fn` for a child the test interrupts with SIGINT: its default action back. A job started in the
+    background by a non-interactive shell (`cmd &`, as a CI runner may start `.ci/run`) inherits SIGINT ignored,
+    and Python then installs no KeyboardInterrupt handler, so the child would never see the signal the test sends
+    (seen: three SIGINT self-tests timed out in a `nohup .ci/run &` run, 2026-12-02)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

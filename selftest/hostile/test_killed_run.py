@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from selftest.strategies import ROOT
+from selftest.strategies import ROOT, sigint_as_in_a_terminal
 
 pytestmark = pytest.mark.subprocess  # the contract run in a child, then signalled
 INVENTORY = ROOT / "selftest" / "data" / "inventories" / "report-blockers.toml"
@@ -46,7 +46,8 @@ def _run(folder: Path, planted: str, **popen) -> subprocess.Popen:
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--rootdir", str(ROOT),
          "-c", str(ROOT / "pyproject.toml"), "--inventory", str(INVENTORY), "--reports", str(folder / "reports"),
          str(ROOT / "tests" / "hosts" / "test_reachable.py"), str(folder / "test_planted.py")],
-        cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+        cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=sigint_as_in_a_terminal, **popen)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmval.launch import group_members, port_open, tagged_processes
+from selftest.strategies import sigint_as_in_a_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,7 +59,8 @@ class Killed:
 def run_until_marker(args: list[str], marker: Path, sig: signal.Signals, *, wait_s: float = 120) -> Killed:
     """Start the run, wait until `marker` exists (a test is running), send `sig` to pytest, wait for its exit."""
     run = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           env={**os.environ, "LLMVAL_SELFTEST_MARKER": str(marker)})
+                           env={**os.environ, "LLMVAL_SELFTEST_MARKER": str(marker)},
+                           preexec_fn=sigint_as_in_a_terminal)
     try:
         deadline = time.monotonic() + wait_s
         while not marker.exists():
