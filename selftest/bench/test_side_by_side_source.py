@@ -58,8 +58,12 @@ def test_both_tools_are_judged_against_the_sources_truth(vllm_python, tmp_path):
     assert rows[("R", 8.0), "output_tok_s"]["truth"] == pytest.approx(r8.output_throughput, rel=1e-4)
     assert rows[("R", 8.0), "ttft_p99_ms"]["truth"] == pytest.approx(30.0)
     for row in rows.values():
-        for tool in ("suite", "vllm"):  # every tool measured near the truth: the wiring, not the machine's noise
-            assert 0.85 < row[f"{tool}_vs_truth"] < 1.3, (row["metric"], tool, row)
+        # every tool measured near the truth: the wiring (a wrong unit or window is off by 2x or 1000x), not the
+        # machine's noise; a p99 of 16 requests is one request's latency, and a busy 2-core box adds ~10 ms to a
+        # 30 ms TTFT now and then (vLLM's own client: 39.1 ms, 1.30x, in a CI run of 2026-12-02)
+        ceiling = 1.6 if row["metric"].endswith("_p99_ms") else 1.3
+        for tool in ("suite", "vllm"):
+            assert 0.85 < row[f"{tool}_vs_truth"] < ceiling, (row["metric"], tool, row)
     for metric in ("output_tok_s", "tpot_p50_ms"):  # paced by the source's clock, hardly by the client's
         for tool in ("suite", "vllm"):
             assert rows[("C", 4), metric][f"{tool}_max_error"] < 0.05, rows[("C", 4), metric]
