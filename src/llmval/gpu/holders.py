@@ -327,9 +327,7 @@ def _judge_ray_worker(result: Judgement, holder: Holder, owner: RayOwner, rows: 
         why = f"its driver pid {driver} ({name}) has lost its parent (PPID 1)"
     else:
         why = f"its driver pid {driver} ({name}) serves no declared port"
-    ports_text = [f"port {p}: nothing listens" if p in closed else f"port {p} is served by another process tree"
-                  for p in ports]
-    result.zombies.append((holder, ", ".join([f"{what}: {why}", *ports_text])))
+    result.zombies.append((holder, ", ".join([f"{what}: {why}", *_ports_state(ports, closed)])))
 
 
 RAYLET = "raylet"
@@ -434,10 +432,13 @@ def _why_orphan(holder: Holder, rows: dict[int, ProcessRow], ports: list[int], c
         parts.append("its parent is gone (PPID 1)")
     else:
         parts.append(f"its parent pid {row.ppid} ({_short(rows, row.ppid)}) serves no declared port")
-    for port in ports:
-        parts.append(f"port {port}: nothing listens" if port in closed else f"port {port} is served by another "
-                     "process tree")
-    return ", ".join(parts)
+    return ", ".join([*parts, *_ports_state(ports, closed)])
+
+
+def _ports_state(ports: list[int], closed: list[int]) -> list[str]:
+    """Why no declared port attaches a zombie: each port closed, or served by another process tree."""
+    return [f"port {p}: nothing listens" if p in closed else f"port {p} is served by another process tree"
+            for p in ports]
 
 
 def endpoint_ports(inventory, host_name: str) -> list[int]:
