@@ -3,7 +3,8 @@
 # `tests/hosts` over stand-in hosts (fake nvidia-smi/docker answering in LATENCY s, selftest/hosts/standin.py) in
 # one process and under `-n N`, by `python -m selftest.hosts.measure_smoke`, one JSON line per run appended to
 # $OUT/fleet.jsonl as it ends (a call killed at its limit still brings back what it measured), the machine in
-# $OUT/fleet-env.txt. After setup.sh in the same lease (the suite's wheels in $SITE); installs this checkout again.
+# $OUT/fleet-env.txt. Needs no engine: carry [".flw"] (fleet_wheels.sh: the suite's wheels the bare image lacks,
+# ~4 MB) on a fresh machine, or run it after setup.sh in the same lease; installs this checkout again.
 #
 # Order, most informative first: 1 host in one process (the reference), then every HOSTS size across WORKERS,
 # then SMALL hosts in one process and under `-n auto` (4: one process; 128: the first size given 2 workers),

@@ -1,8 +1,8 @@
 #!/bin/bash
 # scripts/gpu/install_suite.sh: install THIS checkout (the copy that travels with every device command) into
-# /tmp/llmval-site, with the suite's own wheels from .sgw/ when that folder travelled (the SGLang kit carries
-# them: its engine site lacks pytest-testinfra, pytest-html, httpx-sse, tomli-w, tomlkit), then name any module
-# the suite needs that is not importable. Called by setup.sh (vLLM) and sglang/setup.sh, every time.
+# /tmp/llmval-site, with the suite's own wheels from .sgw/ and .flw/ when those folders travelled (the SGLang kit
+# carries .sgw/: its engine site lacks pytest-testinfra, pytest-html, httpx-sse, tomli-w, tomlkit; fleet_wheels.sh
+# makes .flw/ for fleet_measure.sh on the bare image), then name any module the suite needs that is not importable. Called by setup.sh (vLLM) and sglang/setup.sh, every time.
 set -u
 source "$(dirname "$0")/common.sh"
 # built from a copy, so the checkout itself is never written (no build/ or egg-info left in it)
@@ -19,9 +19,12 @@ if ! python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-ca
   printf 'Metadata-Version: 2.1\nName: llmval\nVersion: 0.1.0\n' > $SUITE/llmval-0.1.0.dist-info/METADATA
   printf '[pytest11]\nllmval = llmval.pytest_plugin\n' > $SUITE/llmval-0.1.0.dist-info/entry_points.txt
 fi
-if ls "$REPO"/.sgw/*.whl > /dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $SUITE "$REPO"/.sgw/*.whl || exit 1
-fi
+for wheels in "$REPO"/.sgw "$REPO"/.flw; do
+  if ls "$wheels"/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $SUITE "$wheels"/*.whl \
+      || exit 1
+  fi
+done
 missing=$(PYTHONPATH=$SUITE:$SITE python3 -c "
 import importlib
 mods = 'pytest xdist pytest_benchmark pytest_html testinfra pydantic httpx httpx_sse h11 jsonschema prometheus_client matplotlib numpy tomli_w tomlkit markdown_it llmval.pytest_plugin'.split()
