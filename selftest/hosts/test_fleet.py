@@ -16,11 +16,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from fixtures.fleet import auto_workers, inventory_hosts
+from fixtures.fleet import PEER_CHECKS, auto_workers, inventory_hosts
 from llmval.core.errors import HostUnreachable
 from llmval.hostfacts import COMMANDS, FACTS, HostFacts, Prefetch, fact_plan, peer_facts, read_ahead
 from llmval.inventory import load_inventory
 from llmval.io.transport import connect
+from selftest.strategies import ROOT
 
 from ._contract import not_passed, run_hosts
 from .measure_scheduler import SyntheticWorker, host_scheduler
@@ -177,20 +178,21 @@ def test_under_xdist_each_host_is_read_by_the_worker_that_runs_its_checks(pytest
     one_process = [row for rows in _sent(tmp_path / "serial").values() for row in rows]
     sent = _sent(tmp_path / "rec")
     assert len(sent) == int(workers), sorted(sent)
-    owners = Counter()
+    per_host = {name: {file: Counter(c for h, c in rows if h == name) for file, rows in sent.items()} for name in names}
+    owner_of = {name: max(counts, key=lambda f: sum(counts[f].values())) for name, counts in per_host.items()}
     for name in names:
         expected = Counter(c for h, c in one_process if h == name)
-        per_worker = {file: Counter(c for h, c in rows if h == name) for file, rows in sent.items()}
-        owner = max(per_worker, key=lambda f: sum(per_worker[f].values()))
-        owners[owner] += 1
+        per_worker, owner = per_host[name], owner_of[name]
         # the owner sends what one process sends for that host (less the planned facts no check asked for, where
         # it holds one host and reads it as asked); another worker asks it at most for what a cross-host check
-        # of its own needs (the GPU query of the driver comparison, the group's model files)
+        # of its own needs: the group's model files, and only on the worker of the platform's first host (which
+        # runs every driver comparison of the platform) the GPU query
         assert per_worker[owner] and per_worker[owner] <= expected, (name, per_worker[owner], expected)
-        others = [c for f, counts in per_worker.items() if f != owner for c in counts.elements()]
-        assert all(n <= 2 for f, n in ((f, sum(c.values())) for f, c in per_worker.items()) if f != owner), others
-        assert {c.split()[0] for c in others} <= {"nvidia-smi", "find"}, (name, others)
-    assert len(owners) == int(workers), owners  # the hosts are spread over every worker
+        for file, counts in per_worker.items():
+            if file != owner:
+                allowed = {"find", "nvidia-smi"} if file == owner_of[names[0]] else {"find"}
+                assert sum(counts.values()) <= 2 and {c.split()[0] for c in counts} <= allowed, (name, file, counts)
+    assert len(set(owner_of.values())) == int(workers), owner_of  # the hosts are spread over every worker
 
 
 def test_what_collection_built_is_frozen_out_of_the_garbage_collector(pytester):
@@ -283,6 +285,42 @@ def test_the_host_scheduler_sends_each_test_once_to_its_hosts_worker_and_counts_
         hosts = {nodeid.split("[")[1].rstrip("]") for nodeid in nodeids if "[" in nodeid}
         assert hosts == {name for i, name in enumerate(names) if f"gw{i % 2}" == worker_id}, (worker_id, hosts)
     assert scheduler.tests_finished and not scheduler.has_pending
+
+
+def test_a_check_that_reads_every_peer_of_its_platform_goes_to_the_worker_of_the_platforms_first_host(tmp_path):
+    """PEER_CHECKS (the driver comparison) of every host of a platform run on one worker, so that one worker reads
+    the peers it does not own (each of N workers read them all: N reads of every host's GPU query at once);
+    the other checks of a host stay with its owner (synthesized workers, as above)."""
+    names = [f"w{i}" for i in range(1, 6)]
+    inventory = load_inventory(make_standins(tmp_path, names, with_model=False))
+    collection = [f"tests/hosts/test_driver.py::{check}[{name}]" for check in ("test_driver_equal_across_platform",
+                                                                                 "test_driver_at_least_minimum")
+                  for name in names]
+    scheduler, workers = host_scheduler(inventory, 3), [SyntheticWorker(i) for i in range(3)]
+    for worker in workers:
+        scheduler.add_node(worker)
+        scheduler.add_node_collection(worker, list(collection))
+    scheduler.schedule()
+    got = {worker.gateway.id: sorted(collection[i] for i in worker.sent) for worker in workers}
+    same, minimum = "tests/hosts/test_driver.py::test_driver_equal_across_platform", \
+        "tests/hosts/test_driver.py::test_driver_at_least_minimum"
+    assert got["gw0"] == sorted([*(f"{same}[{n}]" for n in names), f"{minimum}[w1]", f"{minimum}[w4]"]), got
+    assert got["gw1"] == [f"{minimum}[w2]", f"{minimum}[w5]"], got
+
+
+def test_every_contract_check_that_reads_peers_is_scheduled_as_one(tmp_path):
+    """A contract test that calls peer_facts is named in fixtures/fleet.py's PEER_CHECKS (else under xdist every
+    worker would read every peer again)."""
+    import ast
+
+    callers = set()
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and any(
+                    isinstance(call, ast.Call) and getattr(call.func, "id", None) == "peer_facts"
+                    for call in ast.walk(node)):
+                callers.add(node.name)
+    assert callers and callers == PEER_CHECKS, (callers, PEER_CHECKS)
 
 
 def test_a_crashed_workers_unfinished_tests_go_to_its_replacement(tmp_path):
