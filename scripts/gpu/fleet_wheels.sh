@@ -1,5 +1,5 @@
 #!/bin/bash
-# fleet_wheels.sh OUTDIR: the wheels fleet_measure.sh needs on the lent machine without the vLLM kit (~6 MB, one
+# fleet_wheels.sh OUTDIR: the wheels fleet_measure.sh needs on the lent machine without the vLLM kit (~4 MB, one
 # carry): the suite's runtime dependencies the image lacks, and pytest, pluggy, pytest-xdist and execnet at the
 # versions this checkout's venv holds, so the 16-CPU numbers are made by the same pytest machinery as the 2-core
 # ones. Run here, where pip reaches the index; cp312 wheels for the image's Python 3.12 go to OUTDIR/.flw/

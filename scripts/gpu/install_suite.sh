@@ -2,7 +2,8 @@
 # scripts/gpu/install_suite.sh: install THIS checkout (the copy that travels with every device command) into
 # /tmp/llmval-site, with the suite's own wheels from .sgw/ and .flw/ when those folders travelled (the SGLang kit
 # carries .sgw/: its engine site lacks pytest-testinfra, pytest-html, httpx-sse, tomli-w, tomlkit; fleet_wheels.sh
-# makes .flw/ for fleet_measure.sh on the bare image), then name any module the suite needs that is not importable. Called by setup.sh (vLLM) and sglang/setup.sh, every time.
+# makes .flw/ for fleet_measure.sh on the bare image), then name any module the suite needs that is not importable.
+# Called by setup.sh (vLLM), sglang/setup.sh and fleet_measure.sh, every time.
 set -u
 source "$(dirname "$0")/common.sh"
 # built from a copy, so the checkout itself is never written (no build/ or egg-info left in it)

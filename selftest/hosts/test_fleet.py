@@ -6,6 +6,7 @@ sent from its own recording (`--record`: one commands-<pid>.jsonl per process)."
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import threading
@@ -308,11 +309,9 @@ def test_a_check_that_reads_every_peer_of_its_platform_goes_to_the_worker_of_the
     assert got["gw1"] == [f"{minimum}[w2]", f"{minimum}[w5]"], got
 
 
-def test_every_contract_check_that_reads_peers_is_scheduled_as_one(tmp_path):
+def test_every_contract_check_that_reads_peers_is_scheduled_as_one():
     """A contract test that calls peer_facts is named in fixtures/fleet.py's PEER_CHECKS (else under xdist every
     worker would read every peer again)."""
-    import ast
-
     callers = set()
     for path in (ROOT / "tests").rglob("test_*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
