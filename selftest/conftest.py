@@ -32,6 +32,19 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "pytester" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("subprocess"):
             item.add_marker(pytest.mark.subprocess)
+        if group := one_worker_group(item):
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def one_worker_group(item: pytest.Item) -> str | None:
+    """Under CI's `-n 2 --dist loadgroup` (Makefile selftest), the tests that must not run beside each other share
+    one worker: the namespaces' fixed 10.251.<n>.0/24 subnets, and the session's one ops repo (a wheel built and
+    installed, ~8 s) that a second worker would build again."""
+    if item.get_closest_marker("netns"):
+        return "netns"
+    if "ops" in getattr(item, "fixturenames", ()):
+        return "ops-repo"
+    return None
 
 
 def in_fast_tier(markexpr: str) -> bool:

@@ -74,7 +74,8 @@ def start_engine(fault: Fault) -> subprocess.Popen:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{fault.name}: engine exited {process.returncode}; see {log_path}")
+            raise RuntimeError(f"{fault.name}: engine exited {process.returncode}; the end of {log_path}:\n"
+                               + _log_tail(log_path))
         try:
             if httpx.get(f"http://127.0.0.1:{fault.port}/health", timeout=2).status_code == 200:
                 return process
@@ -82,7 +83,14 @@ def start_engine(fault: Fault) -> subprocess.Popen:
             pass
         time.sleep(1)
     stop_engine(process)
-    raise RuntimeError(f"{fault.name}: not ready within {READY_TIMEOUT_S} s; see {log_path}")
+    raise RuntimeError(f"{fault.name}: not ready within {READY_TIMEOUT_S} s; the end of {log_path}:\n"
+                       + _log_tail(log_path))
+
+
+def _log_tail(path: Path, lines: int = 25) -> str:
+    """The log's last lines: CI keeps only what the test printed, not the file (an engine exited 1 there, and
+    the run said nothing of why)."""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
 
 def stop_engine(process: subprocess.Popen) -> None:
