@@ -349,11 +349,12 @@ def test_a_crashed_workers_unfinished_tests_go_to_its_replacement(tmp_path):
 
 
 @pytest.mark.parametrize(("hosts", "cpus", "workers"), [
-    (1, 16, 0), (4, 16, 0), (127, 16, 0),  # fewer than two workers' worth of hosts: one process
-    (128, 16, 2), (256, 16, 4), (1024, 16, 15),  # a worker per 64 hosts, one CPU left to the controller
-    (1024, 2, 0), (1024, 3, 2),  # two cores: the controller and one worker, no better than one process
+    (1, 16, 0), (4, 16, 0), (128, 16, 0), (255, 16, 0),  # below 256 hosts one process was as fast or faster
+    (256, 16, 4), (1024, 16, 4), (1024, 64, 4),  # from 256 hosts workers pay, and more than 4 did not help
+    (256, 4, 3), (1024, 3, 2),  # one CPU left to the controller
+    (1024, 2, 0),  # two cores: the controller and one worker, no better than one process
 ])
-def test_n_auto_starts_a_worker_per_64_hosts_and_leaves_the_controller_a_cpu(hosts, cpus, workers):
+def test_n_auto_starts_four_workers_from_256_hosts_and_leaves_the_controller_a_cpu(hosts, cpus, workers):
     assert auto_workers(hosts, cpus) == workers
 
 
