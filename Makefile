@@ -26,9 +26,10 @@ smoke: setup
 nightly: setup
 	$(PY) -m pytest --launch
 
-# CI's two phases (docs/ci.md "What CI runs"): what needs no engine on two xdist workers (netns and ops-repo tests
-# kept on one worker each: selftest/conftest.py), then the engine's tests alone, one at a time, on a quiet host;
-# both always run, and either failing fails. The 25 slowest of each are named in the log (the 30-minute budget).
+# CI's two phases (docs/ci.md "What CI runs"): what needs no engine on two xdist workers (netns, launch-stub and
+# ops-repo tests kept on one worker each: selftest/conftest.py ONE_WORKER), then the engine's tests alone, one at
+# a time, on a quiet host; both always run, and either failing fails. The 25 slowest of each are named in the
+# log (the 30-minute budget).
 selftest: setup
 	$(VENV)/bin/lint-imports   # the layers of pyproject.toml [tool.importlinter]
 	status=0; \

@@ -32,19 +32,40 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "pytester" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("subprocess"):
             item.add_marker(pytest.mark.subprocess)
-        if group := one_worker_group(item):
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
-def one_worker_group(item: pytest.Item) -> str | None:
-    """Under CI's `-n 2 --dist loadgroup` (Makefile selftest), the tests that must not run beside each other share
-    one worker: the namespaces' fixed 10.251.<n>.0/24 subnets, and the session's one ops repo (a wheel built and
-    installed, ~8 s) that a second worker would build again."""
-    if item.get_closest_marker("netns"):
-        return "netns"
-    if "ops" in getattr(item, "fixturenames", ()):
-        return "ops-repo"
-    return None
+# Under CI's `-n 2 --dist loadgroup` (Makefile selftest) the tests that must not run beside each other share one
+# worker. The groups are named here by module, not with xdist_group marks: on pytest 9.2 xdist 3.8 writes a mark's
+# group into the legacy `_nodeid` field, which no longer names the test, so every mark was silently ignored
+# (pytest-xdist#1386; CI's launch tests on both workers refused each other's stub as PortInUse).
+ONE_WORKER = {
+    "selftest/hosts/test_sshd.py": "netns",  # the namespaces' fixed 10.251.<n>.0/24 subnets
+    "selftest/launch/": "launch-stub-port",  # the launch-stub-*.toml inventories bind 127.0.0.1:8337
+    "selftest/plugin/test_first_day.py": "ops-repo",  # the session's one ops repo: a wheel built and installed,
+    "selftest/plugin/test_package.py": "ops-repo",  # ~8 s, that a second worker would build again
+}
+
+
+def one_worker_group(nodeid: str) -> str | None:
+    """The ONE_WORKER group of a test's node id (a module's path, or a folder's ending in /), or None."""
+    path = nodeid.split("::", 1)[0]
+    return next((group for where, group in ONE_WORKER.items()
+                 if path == where or (where.endswith("/") and path.startswith(where))), None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadgroup`: xdist's own group scheduling (a group is one unit of work, every other test its own),
+    with the groups of ONE_WORKER."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # xdist is there: only it calls this hook
+
+    class OneWorkerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return one_worker_group(nodeid) or nodeid
+
+    return OneWorkerGroups(config, log)
 
 
 def in_fast_tier(markexpr: str) -> bool:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from selftest.conftest import COSTLY, in_fast_tier, refuse_python_children
+from selftest.conftest import COSTLY, in_fast_tier, one_worker_group, refuse_python_children
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]
@@ -44,3 +45,27 @@ def test_a_test_marked_subprocess_may_start_one():
 def test_a_test_that_takes_pytester_is_marked_subprocess(pytester, request):
     assert request.node.get_closest_marker("subprocess") is not None
     assert pytester.path.is_dir()
+
+
+
+def test_every_self_test_of_a_fixed_port_subnet_or_the_ops_repo_is_in_its_one_worker_group():
+    """A module that binds the launch stub's 127.0.0.1:8337, brings up the fixed-subnet namespaces or builds the
+    session's ops repo must be in ONE_WORKER, or under CI's two workers it races (or rebuilds) on the other."""
+    needs = {"launch-stub-port": r"STUB_PORT|launch-stub-|\b8337\b",
+             "netns": r"from (selftest\.hosts|\.) import netns\b",
+             "ops-repo": r"def test_\w+\([^)]*\bops\b"}
+    for group, pattern in needs.items():
+        users = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "selftest").rglob("test_*.py")
+                       if path.name != Path(__file__).name and re.search(pattern, path.read_text()))
+        assert users and all(one_worker_group(f"{user}::test") == group for user in users), (group, users)
+
+
+@pytest.mark.subprocess
+def test_dist_loadgroup_runs_a_one_worker_group_on_one_worker():
+    """The Makefile's `-n 2 --dist loadgroup` really keeps a group together (xdist_group marks silently did not)."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "selftest/launch/test_parse.py", "selftest/test_tiers.py",
+                          "-k", "not loadgroup and not python_child and not one_worker_group", "-n", "2",
+                          "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    workers = re.findall(r"\[(gw\d)\] .*PASSED selftest/launch/", run.stdout)
+    assert run.returncode == 0 and len(workers) > 2 and len(set(workers)) == 1, run.stdout[-3000:]
