@@ -54,9 +54,10 @@ def test_every_self_test_of_a_fixed_port_subnet_or_the_ops_repo_is_in_its_one_wo
     needs = {"launch-stub-port": r"STUB_PORT|launch-stub-|\b8337\b",
              "netns": r"from (selftest\.hosts|\.) import netns\b",
              "ops-repo": r"def test_\w+\([^)]*\bops\b"}
+    sources = {path.relative_to(ROOT).as_posix(): path.read_text() for path in (ROOT / "selftest").rglob("test_*.py")
+               if path != Path(__file__).resolve()}
     for group, pattern in needs.items():
-        users = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "selftest").rglob("test_*.py")
-                       if path.name != Path(__file__).name and re.search(pattern, path.read_text()))
+        users = sorted(name for name, text in sources.items() if re.search(pattern, text))
         assert users and all(one_worker_group(f"{user}::test") == group for user in users), (group, users)
 
 
