@@ -1,6 +1,6 @@
 """The real local engine (vLLM on CPU + SmolLM2) for self-tests marked `engine`: where its venv is, an inventory
 for it on another port, and its stack launched for the length of a `with`. The fixtures that hold it
-(`engine_lock`, `live_engine`) are in selftest/conftest.py."""
+(`engine_lock`, `shared_engine`, `live_engine`) are in selftest/conftest.py."""
 
 import contextlib
 import os
@@ -52,7 +52,8 @@ def require_engine_venv(what: str = "the local engine") -> Path:
 
 @contextlib.contextmanager
 def launched(path: Path, folder: Path):
-    """The stack of the inventory at `path` launched (its logs under `folder/launch`), stopped on exit."""
+    """The stack of the inventory at `path` launched (its logs under `folder/launch`), stopped on exit: the
+    `llmval.launch.Stack`."""
     from llmval.inventory import load_inventory
     from llmval.io.transport import connect
     from llmval.launch import Stack
@@ -61,6 +62,6 @@ def launched(path: Path, folder: Path):
     stack = Stack(inventory, lambda name: connect(inventory.host(name)), folder / "launch", say=lambda _: None)
     try:
         stack.launch()
-        yield
+        yield stack
     finally:
         stack.stop()
