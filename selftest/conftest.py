@@ -1,12 +1,13 @@
 """Self-tests of the suite: no GPU, no network beyond loopback. Here: the Hypothesis profiles, the cost markers
 (how a test is tiered, and the check that keeps the fast tier fast) and the fixtures that hold the real local
-engine. Helpers and fakes live in modules of their own (selftest/README.md)."""
+engine (one shared engine, its tests run last). Helpers and fakes live in modules of their own (selftest/README.md)."""
 
 import fcntl
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,14 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "pytester" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("subprocess"):
             item.add_marker(pytest.mark.subprocess)
+    # The tests on the shared engine (`live_engine`) run last and one after another: their engine starts before the
+    # first of them and stops after the last, with the session, so it never runs beside an engine another self-test
+    # starts itself (the launch tests, the faulty and the one-CPU engines) or beside the busy-host test's burners.
+    items.sort(key=uses_the_shared_engine)  # stable: every other test keeps its place
+
+
+def uses_the_shared_engine(item: pytest.Item) -> bool:
+    return "live_engine" in getattr(item, "fixturenames", ())
 
 
 # Under CI's `-n 2 --dist loadgroup` (Makefile selftest) the tests that must not run beside each other share one
@@ -100,6 +109,10 @@ def _python_children_are_marked(request, monkeypatch):
 
 
 # --- the real local engine, for self-tests marked `engine` (its helpers: selftest/engine.py) -------------------
+HEALTHY_WITHIN_S = 60
+"""How long the shared engine may take to answer its ready probe before a test that uses it."""
+
+
 @pytest.fixture(scope="session")
 def engine_lock():
     """Holds the machine-wide lock that allows one extra engine at a time."""
@@ -110,12 +123,35 @@ def engine_lock():
         fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-@pytest.fixture(scope="module")
-def live_engine(engine_lock, tmp_path_factory):
-    """The real local engine (vLLM on CPU) on its self-test port, up for one module: the inventory's path.
+@pytest.fixture(scope="session")
+def shared_engine(engine_lock, tmp_path_factory):
+    """The real local engine (vLLM on CPU) on its self-test port, started once for every test that only needs a
+    healthy engine already running (`live_engine`): its inventory's path and its `llmval.launch.Stack`.
 
-    Module scope, so it never runs beside the engines other engine self-tests start and stop themselves."""
+    Session scope: its users run last (pytest_collection_modifyitems above), so the session's end is right after
+    the last of them, and the engine never runs beside those that other engine self-tests start themselves."""
     folder = tmp_path_factory.mktemp("engine")
     path = engine_inventory(folder, SELFTEST_ENGINE_PORT)
-    with launched(path, folder):
-        yield path
+    with launched(path, folder) as stack:
+        yield path, stack
+
+
+@pytest.fixture
+def live_engine(shared_engine):
+    """The shared real local engine, alive and ready before each test: the inventory's path. A test may read it
+    (its own contract runs against it) and must leave it as it found it: no restart, no kill, no changed flag.
+
+    Each test gets the same engine another test used before it, so one that died in between fails here, by name,
+    not as a test that cannot reach it."""
+    path, stack = shared_engine
+    deadline = time.monotonic() + HEALTHY_WITHIN_S  # a probe's 2 s can pass unanswered on a loaded box
+    while not (dead := [p for p in stack.processes if p.process.poll() is not None]):
+        if stack.probe(stack.url):
+            return path
+        if time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    why = "; ".join(f"{p.name} (pid {p.pid}) exited {p.process.returncode}" for p in dead) or \
+        f"{stack.url} did not answer 200 for {HEALTHY_WITHIN_S} s"
+    pytest.fail(f"the shared local engine is not healthy before this test: {why}; its log: "
+                f"{stack.processes[0].log_path if stack.processes else stack.log_dir}", pytrace=False)

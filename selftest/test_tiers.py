@@ -1,6 +1,7 @@
 """The self-tests' cost tiers (selftest/conftest.py): `make check` deselects exactly the cost markers, a test that
 takes pytester is marked `subprocess`, and in the fast tier an unmarked test that starts a Python child fails
-naming the marker it needs, so nothing costly hides there (a full run, CI's, only runs it)."""
+naming the marker it needs, so nothing costly hides there (a full run, CI's, only runs it); the tests on the
+shared engine run last."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from selftest.conftest import COSTLY, in_fast_tier, one_worker_group, refuse_python_children
+from selftest.conftest import (
+    COSTLY,
+    in_fast_tier,
+    one_worker_group,
+    pytest_collection_modifyitems,
+    refuse_python_children,
+    uses_the_shared_engine,
+)
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]
@@ -46,6 +54,25 @@ def test_a_test_that_takes_pytester_is_marked_subprocess(pytester, request):
     assert request.node.get_closest_marker("subprocess") is not None
     assert pytester.path.is_dir()
 
+
+def test_the_shared_engines_tests_move_last_and_every_other_test_keeps_its_place():
+    class Item:
+        def __init__(self, name: str, *fixtures: str):
+            self.name, self.fixturenames = name, ("request", *fixtures)
+
+        def get_closest_marker(self, name: str) -> None:
+            return None
+
+    items = [Item("a"), Item("b", "live_engine"), Item("c", "engine_lock"), Item("d", "live_engine"), Item("e")]
+    pytest_collection_modifyitems(items)
+    assert [item.name for item in items] == ["a", "c", "e", "b", "d"]
+
+
+def test_this_sessions_tests_on_the_shared_engine_run_last_one_after_another(request):
+    """The shared engine (selftest/conftest.py `shared_engine`) stops with the session: no other test may come
+    after the first of its users, or it would run beside that engine."""
+    uses = [uses_the_shared_engine(item) for item in request.session.items]
+    assert uses == sorted(uses), [item.nodeid for item in request.session.items if uses_the_shared_engine(item)]
 
 
 def test_every_self_test_of_a_fixed_port_subnet_or_the_ops_repo_is_in_its_one_worker_group():
