@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import LlmvalError
@@ -211,8 +212,7 @@ def write_document(reports_dir: Path, document: RunResults | dict, started: dt.d
     if isinstance(document, RunResults):
         document = document_of(document)
     check_reports_dir(reports_dir, (HISTORY_DIR,))
-    # a lone surrogate (from a server's JSON) is written as its JSON escape: it reads back as it was
-    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+    data = document_bytes(document)
     history = reports_dir / HISTORY_DIR
     stem = f"results-{started.strftime('%Y%m%dT%H%M%SZ')}-{document['deployment']}"
     target, n = history / f"{stem}.json", 1
@@ -221,6 +221,18 @@ def write_document(reports_dir: Path, document: RunResults | dict, started: dt.d
         target = history / f"{stem}.{n:02d}.json"
     write_bytes(target, data)  # atomic: a full disk leaves no half-written history file
     return write_bytes(reports_dir / RESULTS_FILE, data)
+
+
+def document_bytes(document: dict) -> bytes:
+    """A results document as results.json holds it: JSON indented by 2, UTF-8, NaN and infinities as Python's json
+    writes them. pydantic-core's serializer writes the same text as `json.dumps(indent=2, ensure_ascii=False)`
+    (floats may be spelled shorter, `1e-7` for `1e-07`), 17x faster: the 5 MB of a 256-host smoke took 2.0 s in
+    json's pure-Python indenting encoder, 0.12 s here (issue 35). A lone surrogate (from a server's JSON), which it
+    refuses, takes json's path and is written as its JSON escape, so it reads back as it was."""
+    try:
+        return pydantic_core.to_json(document, indent=2, inf_nan_mode="constants") + b"\n"
+    except pydantic_core.PydanticSerializationError:
+        return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
 
 
 MAX_RESULTS_BYTES = 64 * 2**20
