@@ -6,6 +6,10 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Python writes its bytecode caches (and pytest its assertion-rewritten modules) even where the environment says not
+# to: without them every Python process of the self-tests compiles llmval and rewrites hypothesis again, ~1.3 CPU-s
+# each (a 1-host smoke: 3.1 against 1.8 user-seconds), and CI starts some hundreds (__pycache__/ is git-ignored)
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup engine smoke nightly selftest selftest-machine check lint schema
 
