@@ -18,6 +18,7 @@ import pytest
 
 from llmval.core.errors import ParseError
 from llmval.load import (
+    BaselineInvalid,
     BaselineStore,
     Calibration,
     LoadRun,
@@ -180,15 +181,84 @@ def test_the_session_saves_its_calibration_with_a_relative_sections_baselines_on
         assert BaselineStore(folder / "baselines")._read(path).calibration_steps_s == kept
 
 
-@pytest.mark.parametrize("calibration", [{"steps_s": 0}, {"cpus": [0]}, "64.07"])
-def test_a_baseline_file_with_a_broken_calibration_is_a_parse_error_naming_it(tmp_path, calibration):
-    store = BaselineStore(tmp_path)
+def _tampered(store: BaselineStore, metrics: dict | None = None, **top) -> tuple[Path, dict, str]:
+    """The REAL C=1 baseline of both CPUs saved to `store`, then edited as a hand (or a script) might: `metrics`
+    merged into its metrics, `top` into the file (its path, its identity, its workload key)."""
     then, identity = recorded("cpus0-1", 1)
     path = store.save(then, identity, BOTH_CPUS)
     body = json.loads(path.read_text())
-    path.write_text(json.dumps({**body, "calibration": calibration}))
-    with pytest.raises(ParseError, match="not a baseline file"):
-        store.load("local-vllm", identity, then.workload.key())
+    body["metrics"].update(metrics or {})
+    path.write_text(json.dumps({**body, **top}))
+    return path, identity, then.workload.key()
+
+
+@pytest.mark.parametrize(("metrics", "top", "said"), [
+    ({}, {"calibration": {"steps_s": 0}}, "calibration steps_s 0 is not a positive score"),
+    ({}, {"calibration": {"steps_s": -64.07}}, "calibration steps_s -64.07 is not a positive score"),
+    ({}, {"calibration": {"steps_s": 1e300}}, "calibration steps_s 1e+300 is above what any machine scores"),
+    ({}, {"calibration": {"steps_s": float("nan")}}, "calibration steps_s nan is not a positive score"),
+    ({}, {"calibration": {"steps_s": "64.07"}}, "calibration steps_s '64.07' is not a positive score"),
+    ({}, {"calibration": {"cpus": [0]}}, "is not a table with steps_s"),
+    ({}, {"calibration": "64.07"}, "calibration '64.07' is not a table with steps_s"),
+    ({"decode_tok_s": -1000.0, "output_throughput": -1000.0}, {}, "decode_tok_s -1000.0 is not a finite number >= 0"),
+    ({"decode_tok_s": 0}, {}, "decode_tok_s 0 contradicts 1000 / median_tpot_ms 18.1"),
+    ({"output_throughput": float("inf")}, {}, "output_throughput inf is not a finite number >= 0"),
+    ({"decode_tok_s": True}, {}, "decode_tok_s True is not a finite number >= 0"),
+    ({"decode_tok_s": 0, "median_tpot_ms": 0, "output_throughput": 0, "total_output_tokens": 0},
+     {}, "it measured nothing (decode_tok_s 0, output_throughput 0)"),
+    ({"decode_tok_s": 5.516}, {}, "decode_tok_s 5.516 contradicts 1000 / median_tpot_ms 18.12"),
+    ({"output_throughput": 500.0}, {}, "output_throughput 500.0 contradicts total_output_tokens 512 / duration"),
+    ({"median_tpot_ms": None}, {}, "decode_tok_s 55.15"),
+    ({"median_tpot_ms": -1.0}, {}, "cannot be checked: median_tpot_ms missing or out of range"),
+])
+def test_a_tampered_baseline_is_refused_naming_the_file(tmp_path, metrics, top, said):
+    """Issue 42.7: a negative baseline read `>= -800.00 (baseline -1000.00 - 20%)`, zero or a calibration of 1e300
+    steps/s (scaled x0.00) held a 5x regression GREEN. Each is refused on read: could not check, naming the file."""
+    store = BaselineStore(tmp_path)
+    path, identity, key = _tampered(store, metrics, **top)
+    with pytest.raises(BaselineInvalid) as refused:
+        store.load("local-vllm", identity, key)
+    assert isinstance(refused.value, ParseError) and str(path) in str(refused.value)  # could not check, not RED
+    assert said in str(refused.value) and "--perf-save-baseline" in str(refused.value)
+
+
+def test_a_deleted_compared_metric_is_refused_not_skipped(tmp_path):
+    """`compare_to_baseline` compares the metrics a baseline has: one without them would compare nothing, and hold."""
+    store = BaselineStore(tmp_path)
+    path, identity, key = _tampered(store)
+    body = json.loads(path.read_text())
+    del body["metrics"]["decode_tok_s"], body["metrics"]["output_throughput"]
+    path.write_text(json.dumps(body))
+    with pytest.raises(BaselineInvalid, match="decode_tok_s is missing; output_throughput is missing"):
+        store.load("local-vllm", identity, key)
+
+
+def test_a_metric_the_baseline_did_not_measure_is_not_compared(tmp_path):
+    """decode tok/s 0 with a median TPOT of 0 (vLLM's rule for a run that decoded in one chunk) is what the run
+    measured: the file is read, and that metric is never compared (a `>= 0` would hold anything)."""
+    store = BaselineStore(tmp_path)
+    _, identity, key = _tampered(store, {"decode_tok_s": 0, "median_tpot_ms": 0})
+    baseline = store.load("local-vllm", identity, key)
+    now, _ = recorded("cpus0", 1)
+    assert [r.metric for r in compare_to_baseline(now, baseline, tolerance=0.10)] == ["output_throughput"]
+
+
+def test_a_5x_regression_is_never_green_against_a_calibration_far_above_this_machines(tmp_path):
+    """A calibration of 5x this machine's (plausible on its own) would scale the baseline x0.20 and hold a run five
+    times slower: refused in the comparison, naming the file and both scores. The honest 1.19x (both CPUs against
+    one) is compared, as above, and the slow run is RED."""
+    store = BaselineStore(tmp_path / "baselines")
+    path, identity, _ = _tampered(store, calibration={**BOTH_CPUS.as_json(), "steps_s": 5 * CPU0.steps_s})
+    slow = decoding_at(recorded("cpus0", 1)[0], 11.0)  # a fifth of the 55.2 tok/s saved
+    with pytest.raises(BaselineInvalid) as refused:
+        relative_session(tmp_path, CPU0, store).against_baseline(RELATIVE, measured(slow, identity))
+    assert str(path) in str(refused.value)
+    said = str(refused.value)
+    assert "its calibration 269.85 steps/s" in said and "5 times this machine's 53.97" in said
+    honest, _, _ = _tampered(BaselineStore(tmp_path / "honest"))
+    check = relative_session(tmp_path / "again", CPU0, BaselineStore(tmp_path / "honest")).against_baseline(
+        RELATIVE, measured(slow, identity))
+    assert check.baseline.path == honest and not check.is_ok and check.scaling.factor == pytest.approx(53.97 / 64.07)
 
 
 @pytest.mark.parametrize(("others", "spec", "why"), [

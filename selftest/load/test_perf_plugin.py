@@ -9,6 +9,7 @@ import tomllib
 import pytest
 import tomli_w
 
+from llmval.report.exitcodes import ExitCode
 from selftest.strategies import ROOT
 
 from .perf_runs import run_perf
@@ -114,11 +115,18 @@ def test_baseline_is_saved_then_compared_through_the_contract(pytester):
         first = run_perf(pytester, "--inventory", str(inventory), "--perf-save-baseline", "-rs", *args)
         [saved] = (pytester.path / "baselines").rglob("*.json")
         second = run_perf(pytester, "--inventory", str(inventory), *args)
+        results = json.loads((pytester.path / "reports" / "results.json").read_text())
+        body = json.loads(saved.read_text())  # issue 42.7: a hand-edited baseline held any regression GREEN
+        body["metrics"].update(decode_tok_s=-1000.0, output_throughput=-1000.0)
+        saved.write_text(json.dumps(body))
+        tampered = run_perf(pytester, "--inventory", str(inventory), *args)
     first.stdout.fnmatch_lines(["*perf baseline saved:*"])
     first.stdout.fnmatch_lines(["*SKIPPED*no baseline for server*--perf-save-baseline*"])
     assert "calibration" not in json.loads(saved.read_text())
     assert second.ret == pytest.ExitCode.OK, second.stdout.str()[-2000:]
-    results = json.loads((pytester.path / "reports" / "results.json").read_text())
     [verdict] = [v for t in results["tests"] for v in t["verdicts"] if v["check"] == "perf.baseline.c1"]
     assert verdict["cause"] == "held" and f"baseline {saved}" in verdict["evidence"]
     assert "'output_throughput': '>= " in verdict["expected"] and "- 90%)'" in verdict["expected"]  # as before
+    assert tampered.ret == ExitCode.COULD_NOT_CHECK and "1 error" in tampered.stdout.str()
+    tampered.stdout.fnmatch_lines([f"*cannot parse {saved}: refused as a baseline: decode_tok_s -1000.0 is not a "
+                                   "finite number >= 0*"])

@@ -22,7 +22,15 @@ the pytest plugin only wires.
 from ._agentic import AgenticProfile, AgenticRun, plot_agentic, run_agentic
 from ._agentic_session import AgenticMeasured
 from ._arrivals import poisson_offsets, vllm_offsets
-from ._baseline import Baseline, BaselineStore, MachineScaling, Regression, compare_to_baseline, machine_scaling
+from ._baseline import (
+    Baseline,
+    BaselineInvalid,
+    BaselineStore,
+    MachineScaling,
+    Regression,
+    compare_to_baseline,
+    machine_scaling,
+)
 from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
@@ -43,6 +51,7 @@ __all__ = [
     "AgenticRun",
     "Baseline",
     "BaselineCheck",
+    "BaselineInvalid",
     "BaselineStore",
     "Calibration",
     "ClientHostBusy",

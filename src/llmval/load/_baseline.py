@@ -11,25 +11,107 @@ metrics are scaled by the same rule as the gates, `min(1, score now / score then
 baseline saved on a faster machine, or on this one while it was faster, does not make a healthy run on a
 slower one a regression, and none gets stricter than it was saved. A baseline without a calibration (saved
 before baselines kept one, or by an absolute section) is compared unscaled, and the verdict says so.
+
+A baseline is a file anyone can edit, so it is validated on read (`BaselineInvalid`, naming the file) and never
+taken on trust: every compared metric present, finite and >= 0 (0: not measured, never compared; one at least
+measured) and agreeing with the numbers it is derived from
+(decode tok/s = 1000 / median TPOT, output throughput = output tokens / duration, as this suite saves them); a
+calibration finite, > 0 and below what any machine scores (`MAX_STEPS_S`); and, compared on a machine-relative
+section, a calibration at most `MAX_CALIBRATION_RATIO` times this machine's own. A negative, zero or 1e300
+number would otherwise turn the gate into `>= -800` or scale the baseline to nothing, and any regression GREEN.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import platform
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ParseError
 from ..core.files import read_regular_text
-from ._calibrate import Calibration
+from ._calibrate import MAX_STEPS_S, Calibration
 from ._engine import server_key
 from ._runner import LoadRun
 
 # Compared metrics: higher is better for both (a regression is a drop beyond the tolerance).
 COMPARED = ("decode_tok_s", "output_throughput")
 UNITS = {"decode_tok_s": "tok/s", "output_throughput": "tok/s"}
+CONSISTENT_WITHIN = 0.01
+"""How far a compared metric may be from the value its own file's numbers give (rounding of the JSON aside, this
+suite saves them equal)."""
+MAX_CALIBRATION_RATIO = 2.0
+"""A baseline's calibration at most this many times this machine's: the scaling corrects the drift of one
+deployment's machine (the 1-CPU pin of the 2-core CI box scored 0.84-0.89 of both CPUs), it does not turn a
+baseline from a machine over twice as fast into a reference here (a 5x regression would hide under the cut)."""
+
+
+class BaselineInvalid(ParseError):
+    """A stored baseline that this suite could not have saved (a number out of its range, or contradicting the
+    numbers it derives from): refused, naming the file, never compared."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(str(path), f"refused as a baseline: {reason}; delete it, or store a new one with "
+                                    "--perf-save-baseline")
+
+
+def _number(value: object) -> float | None:
+    """`value` as a float when it is a JSON number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _positive(value: object) -> bool:
+    number = _number(value)
+    return number is not None and math.isfinite(number) and number > 0
+
+
+def _non_negative(value: object) -> bool:
+    number = _number(value)
+    return number is not None and math.isfinite(number) and number >= 0
+
+
+def _metric_problems(metrics: dict) -> list[str]:
+    """What is wrong with a baseline's compared metrics (empty: each present, finite, >= 0 and as its own numbers
+    give, one at least > 0). A 0 is a metric the run did not measure (decode tok/s of a run whose median TPOT is 0,
+    vLLM's rule): never compared (`compare_to_baseline`), so it holds nothing."""
+    problems = [f"{name} is missing" if name not in metrics else f"{name} {metrics[name]!r} is not a finite number >= 0"
+                for name in COMPARED if name not in metrics or not _non_negative(metrics[name])]
+    if problems:
+        return problems
+    derived: dict[str, tuple[float, str]] = {}
+    if _non_negative(tpot := metrics.get("median_tpot_ms")):
+        derived["decode_tok_s"] = (1000 / float(tpot) if float(tpot) > 0 else 0.0, f"1000 / median_tpot_ms {tpot!r}")
+    tokens, duration = metrics.get("total_output_tokens"), metrics.get("duration")
+    if _non_negative(tokens) and _positive(duration):
+        derived["output_throughput"] = (float(tokens) / float(duration),
+                                        f"total_output_tokens {tokens!r} / duration {duration!r} s")
+    for name in COMPARED:
+        if name not in derived:
+            sources = "median_tpot_ms" if name == "decode_tok_s" else "total_output_tokens, duration"
+            problems.append(f"{name} {metrics[name]!r} cannot be checked: {sources} missing or out of range")
+            continue
+        value, said = derived[name]
+        if abs(float(metrics[name]) - value) > CONSISTENT_WITHIN * value:
+            problems.append(f"{name} {metrics[name]!r} contradicts {said} = {value:.2f}")
+    if not problems and not any(float(metrics[name]) > 0 for name in COMPARED):
+        problems.append(f"it measured nothing ({', '.join(f'{name} 0' for name in COMPARED)})")
+    return problems
+
+
+def _calibration_problem(calibration: object) -> str | None:
+    if not isinstance(calibration, dict) or "steps_s" not in calibration:
+        return f"calibration {calibration!r} is not a table with steps_s"
+    steps_s = calibration["steps_s"]
+    if not _positive(steps_s):
+        return f"calibration steps_s {steps_s!r} is not a positive score"
+    if float(steps_s) > MAX_STEPS_S:
+        return (f"calibration steps_s {steps_s!r} is above what any machine scores ({MAX_STEPS_S:,.0f} steps/s: "
+                "every step reads 538 MB)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -85,7 +167,14 @@ def machine_scaling(baseline: Baseline, calibration: Calibration | None) -> Mach
     the baseline is compared as saved)."""
     if calibration is None:
         return None
-    return MachineScaling(now_steps_s=calibration.steps_s, then_steps_s=baseline.calibration_steps_s)
+    then = baseline.calibration_steps_s
+    if then is not None and then > MAX_CALIBRATION_RATIO * calibration.steps_s:
+        where = (baseline.calibration or {}).get("host")
+        raise BaselineInvalid(baseline.path, (
+            f"its calibration {then:g} steps/s{f' (host {where})' if where else ''} is {then / calibration.steps_s:.3g}"
+            f" times this machine's {calibration.steps_s:.2f}, more than the {MAX_CALIBRATION_RATIO:g} a baseline of "
+            f"this machine can be (scaled by it, the baseline would shrink to x{calibration.steps_s / then:.3g})"))
+    return MachineScaling(now_steps_s=calibration.steps_s, then_steps_s=then)
 
 
 @dataclass(frozen=True)
@@ -122,11 +211,11 @@ class Regression:
 def compare_to_baseline(run: LoadRun, baseline: Baseline, tolerance: float,
                         scaling: MachineScaling | None = None) -> list[Regression]:
     """The compared metrics of `run` against `baseline` (times `scaling.factor` where given), each with its
-    verdict."""
+    verdict; a metric the baseline did not measure (0) is not compared."""
     observed = run.metrics.as_vllm_json()
     scale = scaling.factor if scaling is not None else 1.0
     return [Regression(m, float(baseline.metrics[m]), float(observed[m]), tolerance, scale)
-            for m in COMPARED if m in baseline.metrics]
+            for m in COMPARED if float(baseline.metrics[m]) > 0]  # 0: not measured (validated on read)
 
 
 class BaselineStore:
@@ -171,10 +260,16 @@ class BaselineStore:
             return None
         try:
             body = json.loads(read_regular_text(path, 16 * 2**20))
-            calibration = body.get("calibration")  # absent in files saved before baselines kept it
-            if calibration is not None and not float(calibration["steps_s"]) > 0:
-                raise ValueError(f"calibration steps_s {calibration['steps_s']!r} is not a positive score")
-            return Baseline(path=path, identity=body["identity"], workload=body["workload"],
-                            metrics=body["metrics"], saved_at=body.get("saved_at", "?"), calibration=calibration)
+            baseline = Baseline(path=path, identity=body["identity"], workload=body["workload"],
+                                metrics=body["metrics"], saved_at=body.get("saved_at", "?"),
+                                calibration=body.get("calibration"))  # absent in files saved before baselines kept it
+            if not isinstance(baseline.metrics, dict):
+                raise TypeError(f"metrics is {type(baseline.metrics).__name__}, not a table")
         except (ValueError, KeyError, TypeError, OSError) as error:
             raise ParseError(str(path), f"not a baseline file: {error}") from None
+        problems = _metric_problems(baseline.metrics)
+        if baseline.calibration is not None and (problem := _calibration_problem(baseline.calibration)):
+            problems.append(problem)
+        if problems:
+            raise BaselineInvalid(path, "; ".join(problems))
+        return baseline

@@ -39,6 +39,12 @@ from ..inventory.perf import MIN_REQUEST_RATE
 
 HIDDEN, INTERMEDIATE, KV, LAYERS, VOCAB = 576, 1536, 192, 30, 49152
 """SmolLM2-135M-Instruct's shapes (the embedded default's model: hidden 576, 9 heads, 3 KV heads of 64)."""
+BYTES_PER_STEP = 4 * (LAYERS * (HIDDEN * (2 * HIDDEN + 2 * KV + 2 * INTERMEDIATE) + INTERMEDIATE * HIDDEN)
+                      + HIDDEN * VOCAB)
+"""float32 weights one step reads: 538 MB."""
+MAX_STEPS_S = 50e12 / BYTES_PER_STEP
+"""No machine scores above this (about 93,000 steps/s): every step reads `BYTES_PER_STEP`, and 50 TB/s is ten times
+the memory bandwidth of an H200's HBM, far beyond any CPU's. A score above it was not measured (a tampered file)."""
 DEFAULT_SECONDS = 3.0
 TIMEOUT_S = 180.0
 
