@@ -60,7 +60,11 @@ def main(argv: list[str] | None = None) -> int:
                            "`llmval init` writes it, else inventories/local.toml of the checkout)")
     snap.add_argument("--replay", action="append", default=[], metavar="DIR",
                       help="answer from a recording instead of the live deployment (repeat to merge recordings)")
-    snap.add_argument("--out", default=None, metavar="FILE", help="write the observed inventory here")
+    snap.add_argument("--out", default=None, metavar="FILE",
+                      help="write the observed inventory here: a new file (never the inventory read, never "
+                           "through a link; an existing one only with --force)")
+    snap.add_argument("--force", action="store_true",
+                      help="let --out replace an existing file (kept beside it as FILE.bak-<UTC time>)")
     init = commands.add_parser("init", help="scaffold an ops repo: inventory, CI workflow, systemd smoke timer")
     init.add_argument("dir", nargs="?", default=".", help="the folder to write into (default: here)")
     init.add_argument("--platform", required=True, choices=list(ADAPTERS), help="the engine served")
@@ -114,6 +118,8 @@ def _init(args: argparse.Namespace) -> int:
 
 def _snapshot(args: argparse.Namespace) -> int:
     from ..core.errors import LlmvalError
+    from ..core.files import write_new
+    from ..report.exitcodes import ExitCode
     from .snapshot import diff, placeholder_paths, render_diff, take, write_toml
 
     source = Path(args.inventory or ("inventory.toml" if Path("inventory.toml").is_file()
@@ -126,17 +132,31 @@ def _snapshot(args: argparse.Namespace) -> int:
     except LlmvalError as error:  # a recording folder that is not one
         print(f"llmval snapshot: {error}", file=sys.stderr)
         return int(pytest.ExitCode.USAGE_ERROR)
-    print(render_diff(diff(snap, placeholder_paths(read_regular_text(source, MAX_INVENTORY_BYTES)))))
+    declared = read_regular_text(source, MAX_INVENTORY_BYTES)
+    changes = diff(snap, placeholder_paths(declared))
+    print(render_diff(changes))
     for what, why in snap.unread.items():
         print(f"  could not read     {what}: {why}")
+    where = ", ".join(args.replay) if args.replay else "the live deployment"
+    if not snap.observations:  # an empty recording, nothing answering: no reading to write, and not a success
+        print(f"llmval snapshot: nothing could be read from {where} (looking where {source} says)"
+              + (f"; {args.out} not written" if args.out else ""), file=sys.stderr)
+        return int(ExitCode.COULD_NOT_CHECK)
     if args.out:
-        where = ", ".join(args.replay) if args.replay else "the live deployment"
-        sources = {obs.path: obs.source for obs in snap.observations}
-        Path(args.out).write_text(write_toml(snap.inventory(), f"written by `llmval snapshot` from {where}, "
-                                             f"looking where {source} says",
-                                             read_regular_text(source, MAX_INVENTORY_BYTES),
-                                             sources), encoding="utf-8")
-        print(f"wrote {args.out}")
+        text = write_toml(snap.inventory(changes), f"written by `llmval snapshot` from {where}, looking where "
+                                                    f"{source} says", declared,
+                          {obs.path: obs.source for obs in snap.observations},
+                          [c for c in changes if c.kind == "differs"])
+        try:
+            backup = write_new(args.out, text, replace=args.force, protect=(source,))
+        except OSError as error:
+            print(f"llmval snapshot: --out {error.filename}: {error.strerror}; nothing written", file=sys.stderr)
+            return int(pytest.ExitCode.USAGE_ERROR)
+        rewritten = sum(c.rewrites for c in changes)
+        contradicted = sum(c.kind == "differs" for c in changes)
+        print(f"wrote {args.out}: {rewritten} value(s) written from readings (listed above as placeholder filled "
+              f"or added), {contradicted} contradicted rule(s) kept with the reading as a comment, every other "
+              f"value as {source} declares it" + (f"; the file it replaced is {backup}" if backup else ""))
     return 0
 
 

@@ -1,11 +1,15 @@
 """`llmval snapshot`: read a deployment through the contract's own host facts and engine probes, and write
 what it observed as an inventory (goss `autoadd` for GPU hosts and LLM engines).
 
-The given inventory says where to look (hosts, transports, endpoints, units); every value the snapshot can
-observe replaces the declared one, everything else is kept. The diff says, per inventory key: a placeholder
-filled (the seed marked it `# placeholder`), a declared value the deployment contradicts, or a placeholder
-nothing read could answer. Only declared read-only commands are sent (`llmval.hostfacts`) and only the GET
-probes of the engine adapters (`llmval.engines`), live, or answered from `--replay` recordings.
+The given inventory says where to look (hosts, transports, endpoints, units) and is the contract: a snapshot
+never rewrites a declared rule. It writes a reading where the seed marked a guess (`# placeholder`) or declared
+nothing; a declared value the deployment agrees with stays as declared (a minimum that holds keeps its number,
+`confirmed` with the reading); a declared value the deployment contradicts stays too, and the reading is written
+as a comment beside it (`observed "fp8": contradicts the contract`), never in its place (issue 42.8: writing it
+turned `kv_cache_dtype = "bfloat16"` into the FP8 fault, and the faulty deployment's smoke GREEN). The diff lists
+every key it read (key, declared -> observed, where it was read) and the placeholders nothing read could answer.
+Only declared read-only commands are sent (`llmval.hostfacts`) and only the GET probes of the engine adapters
+(`llmval.engines`), live, or answered from `--replay` recordings.
 
     >>> placeholder_paths('[[hosts]]\\nname = "a"\\n[hosts.gpus]\\ncount = 4  # placeholder: guess\\n')
     [('hosts', 0, 'gpus', 'count')]
@@ -62,14 +66,17 @@ class Snapshot:
         if value is not None:
             self.observations.append(Observation(path, value, source))
 
-    def inventory(self) -> dict:
-        """The declared inventory with every observed value written in (a missing table is created)."""
+    def inventory(self, changes: list[Change]) -> dict:
+        """The declared inventory with the readings of `changes` that are `WRITTEN` in (a missing table is created);
+        every declared rule as declared."""
         out = copy.deepcopy(self.declared)
-        for obs in self.observations:
+        for change in changes:
+            if change.kind not in WRITTEN:
+                continue
             node: Any = out
-            for key in obs.path[:-1]:
+            for key in change.at[:-1]:
                 node = node.setdefault(key, {}) if isinstance(key, str) else node[key]
-            node[obs.path[-1]] = obs.value
+            node[change.at[-1]] = change.observed
         return out
 
 
@@ -409,6 +416,18 @@ class Change:
     declared: Any = None
     observed: Any = None
     source: str = ""
+    at: Path_ = ()
+    """The key as a path into the inventory (`path` is it as shown)."""
+
+    @property
+    def rewrites(self) -> bool:
+        """Whether `--out` holds another value here than the declared one."""
+        return self.kind in WRITTEN and self.observed != self.declared
+
+
+WRITTEN = ("filled", "added")
+"""The kinds of change whose reading `--out` writes as the value: a placeholder's guess, or a key not declared.
+`confirmed` and `differs` keep the declared value (`differs` with the reading as a comment beside it)."""
 
 
 def diff(snap: Snapshot, placeholders: list[Path_]) -> list[Change]:
@@ -422,13 +441,13 @@ def diff(snap: Snapshot, placeholders: list[Path_]) -> list[Change]:
         if owner is not None:
             answered.add(owner)
         if _agrees(obs.path, declared, obs.value) and owner is None:
-            changes.append(Change("confirmed", show(obs.path, snap.declared), declared, obs.value, obs.source))
-            continue
-        kind = "filled" if owner is not None else ("added" if declared is None else "differs")
-        changes.append(Change(kind, show(obs.path, snap.declared), declared, obs.value, obs.source))
+            kind = "confirmed"
+        else:
+            kind = "filled" if owner is not None else ("added" if declared is None else "differs")
+        changes.append(Change(kind, show(obs.path, snap.declared), declared, obs.value, obs.source, obs.path))
     for path in placeholders:
         if path not in answered:
-            changes.append(Change("unanswered", show(path, snap.declared), _get(snap.declared, path)))
+            changes.append(Change("unanswered", show(path, snap.declared), _get(snap.declared, path), at=path))
     return changes
 
 
@@ -453,27 +472,39 @@ def _version(value: Any) -> tuple:
 
 
 def render_diff(changes: list[Change]) -> str:
+    """One line per key read (declared -> observed, and what `--out` does with it, where it was read) and per
+    placeholder nothing answered; a declared value confirmed as written is counted, not listed."""
     labels = {"filled": "placeholder filled", "differs": "DIFFERS", "added": "added", "unanswered": "not answered",
               "confirmed": "confirmed"}
     lines = []
-    for kind in ("differs", "filled", "added", "unanswered"):
+    for kind in ("differs", "filled", "added", "confirmed", "unanswered"):
         for c in (c for c in changes if c.kind == kind):
             if kind == "unanswered":
                 lines.append(f"  {labels[kind]:<18} {c.path} (declared {c.declared!r}; nothing read answers it)")
+            elif kind == "differs":
+                lines.append(f"  {labels[kind]:<18} {c.path}: declared {c.declared!r}, observed {c.observed!r}: "
+                             f"contradicts the contract; kept as declared, the reading beside it as a comment  "
+                             f"[{c.source}]")
+            elif kind == "confirmed":
+                if c.observed != c.declared:  # a minimum that holds, a list in another order: the rule stays
+                    lines.append(f"  {labels[kind]:<18} {c.path}: {c.declared!r} kept as declared (read "
+                                 f"{c.observed!r})  [{c.source}]")
             else:
-                same = " (confirmed)" if kind == "filled" and _agrees((c.path,), c.declared, c.observed) else ""
-                lines.append(f"  {labels[kind]:<18} {c.path}: {c.declared!r} -> {c.observed!r}{same}  [{c.source}]")
+                same = " (confirmed)" if kind == "filled" and _agrees(c.at, c.declared, c.observed) else ""
+                old = "(not declared)" if kind == "added" else repr(c.declared)
+                lines.append(f"  {labels[kind]:<18} {c.path}: {old} -> {c.observed!r}{same}  [{c.source}]")
     counts = {k: sum(c.kind == k for c in changes) for k in labels}
     head = ", ".join(f"{n} {labels[k]}" for k, n in counts.items())
     return "\n".join([f"snapshot: {head}", *lines])
 
 
 def write_toml(data: dict, header: str, source_text: str | None = None,
-               sources: dict[Path_, str] | None = None) -> str:
+               sources: dict[Path_, str] | None = None, contradicted: list[Change] | None = None) -> str:
     """The inventory as TOML after a comment header saying where it came from. Given the declared inventory's
     text, its document is kept (tomlkit: comments, key order, layout) and only the values that differ are
     replaced or added; a filled value whose line said `# placeholder` says instead where it was observed
-    (`sources`: key path -> source)."""
+    (`sources`: key path -> source), and each `contradicted` rule keeps its value with the reading as a comment
+    beside it (after any comment of its own)."""
     import tomlkit
 
     comments = "".join(f"# {line}\n" for line in header.splitlines())
@@ -481,7 +512,40 @@ def write_toml(data: dict, header: str, source_text: str | None = None,
         return comments + tomlkit.dumps(data)
     document = tomlkit.parse(source_text)
     _merge(document, data, (), sources or {})
+    for change in contradicted or []:
+        _annotate(document, change.at, f"observed by llmval snapshot: {_toml_value(change.observed)} contradicts "
+                                       f"the contract ({change.source})", change.path)
     return comments + tomlkit.dumps(document)
+
+
+def _toml_value(value: Any) -> str:
+    """`value` as TOML writes it (`"fp8"`, `12`, `["a", "b"]`), for a comment."""
+    import tomlkit
+
+    try:
+        return tomlkit.item(value).as_string()
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _annotate(document: Any, at: Path_, text: str, shown: str) -> None:
+    """`text` as the comment of the item at `at` (after its own comment); where that item keeps no comment of its
+    own (a key inside an inline table), on the nearest enclosing one that does, naming the key."""
+    node, items = document, []
+    for key in at:
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            break
+        items.append(node)
+    for depth, item in enumerate(reversed(items)):
+        trivia = getattr(item, "trivia", None)
+        if trivia is None:
+            continue
+        said = text if depth == 0 else f"{shown}: {text}"
+        trivia.comment = f"{trivia.comment}  # {said}" if trivia.comment else f"# {said}"
+        trivia.comment_ws = trivia.comment_ws or "  "
+        return
 
 
 def _merge(node: Any, data: dict, at: Path_, sources: dict[Path_, str]) -> None:

@@ -63,3 +63,57 @@ def read_regular_text(path: str | Path, max_bytes: int) -> str:
 
 def _size(n: int) -> str:
     return f"{n // 2**20} MiB" if n >= 2**20 else f"{n} bytes"
+
+
+class WriteRefused(OSError):
+    """`write_new` would have written over what it must not (an existing file without `replace`, a link, a file
+    it was told to protect); its message says which and what to do."""
+
+
+def write_new(path: str | Path, text: str, *, replace: bool = False,
+              protect: tuple[str | Path, ...] = ()) -> Path | None:
+    """Write `text` to `path` atomically (a temporary file beside it, renamed into place: a reader sees the old
+    file or the new one, never half of one). Never through a symbolic link, never over a file of `protect` (the
+    same file under any name: a link, a hard link, `./x`), never over an existing file unless `replace`, and
+    then the old one is kept beside it first as `<name>.bak-<UTC time>`, which is returned (None: nothing was
+    there). WriteRefused (an OSError) says why not."""
+    import datetime as dt
+    import tempfile
+
+    path = Path(path)
+    if path.is_symlink():
+        raise WriteRefused(errno.ELOOP, f"a symbolic link (to {os.readlink(path)}): never written through; name "
+                                        "a file of its own", str(path))
+    for guarded in protect:
+        if path.exists() and Path(guarded).exists() and os.path.samefile(path, guarded):
+            raise WriteRefused(errno.EEXIST, f"the file it was read from ({guarded}): never written over; write "
+                                             "elsewhere and compare", str(path))
+    existing = os.stat(path) if path.exists() else None
+    if existing is not None and (what := not_regular(existing.st_mode)) is not None:
+        raise WriteRefused(errno.EEXIST, f"{what}, not a regular file", str(path))
+    if existing is not None and not replace:
+        raise WriteRefused(errno.EEXIST, "exists: never written over without --force (which keeps a backup "
+                                         "beside it)", str(path))
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    backup = None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, existing.st_mode & 0o7777 if existing is not None else 0o666 & ~umask)
+        if existing is None:
+            os.link(temporary, path)  # FileExistsError where one appeared meanwhile: never replaced unasked
+        else:
+            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+            backup = path.with_name(f"{path.name}.bak-{stamp}")
+            os.link(path, backup)  # the old file under a second name (FileExistsError: never over a backup)
+            os.replace(temporary, path)
+    except FileExistsError as error:
+        raise WriteRefused(errno.EEXIST, "appeared while it was written: left as it is", error.filename) from None
+    finally:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+    return backup
