@@ -19,7 +19,17 @@ import pytest
 
 from llmval.inventory import load_inventory
 from llmval.io.transport import connect
-from llmval.launch import LAUNCH_ID_ENV, Crashed, Hung, PortInUse, Stack, group_members, port_open, tagged_processes
+from llmval.launch import (
+    LAUNCH_ID_ENV,
+    Crashed,
+    Hung,
+    PortHeld,
+    PortInUse,
+    Stack,
+    group_members,
+    port_open,
+    tagged_processes,
+)
 from selftest.launch.helpers import ROOT, assert_nothing_left, run_until_marker, seconds_until_nothing_left, summary_of
 
 INVENTORIES = ROOT / "selftest" / "data" / "inventories"
@@ -318,3 +328,63 @@ def test_normal_teardown_runs_the_stop_steps_once_and_the_watchdog_stands_down(t
     assert (tmp_path / "stopped").read_text() == "stopped\n"
     assert "disarmed" in Path(summary["watchdog"]["log"]).read_text()
     assert not port_open("127.0.0.1", STUB_PORT)
+
+
+@pytest.mark.subprocess
+def test_a_second_launch_of_the_endpoint_is_refused_naming_the_first(tmp_path):
+    """Issue 42.9: two --launch runs on one port; the second said "ready" and judged the first's engine. The first
+    holds the endpoint's lock until its teardown is done: the second is refused before any step, naming it."""
+    first, second = _stack("server", tmp_path / "a"), _stack("server", tmp_path / "b")
+    try:
+        first.launch()
+        with pytest.raises(PortHeld) as caught:
+            second.launch()
+        second.stop()
+    finally:
+        first.stop()
+    message = str(caught.value)
+    assert f"127.0.0.1:{STUB_PORT} is held by another --launch run (pid {os.getpid()}, launch id {first.launch_id}, " \
+           f"deployment launch-stub-server, since " in message and f"logs {tmp_path / 'a' / 'launch'}" in message
+    assert second.processes == [] and second.summary.steps == []  # nothing of the second ran
+    assert_nothing_left(first.launch_id, first.processes[0].pid, STUB_PORT)
+    third = _stack("server", tmp_path / "c")  # the lock went with the first's teardown
+    try:
+        third.launch()
+    finally:
+        third.stop()
+    assert_nothing_left(third.launch_id, third.processes[0].pid, STUB_PORT)
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("tag", ["0ther1aunch", None])
+def test_a_ready_answer_from_a_server_this_launch_did_not_start_is_not_judged(tmp_path, tag):
+    """The lock is this machine's and dies with its holder (a SIGKILLed run's engine lives on until its watchdog
+    ends it), and `port_must_be_free = false` skips the port check: the listener that answers ready must then be
+    one of this launch's own processes. Here this launch's engine never binds (`sleep`) while another answers."""
+    inventory = load_inventory(INVENTORIES / "launch-stub-server.toml")
+    launch = inventory.launch.model_copy(update={
+        "start": [inventory.launch.start[0].model_copy(update={"run": "exec sleep 30"})],
+        "ready": inventory.launch.ready.model_copy(update={"port_must_be_free": False})})
+    inventory = inventory.model_copy(update={"launch": launch})
+    stack = Stack(inventory, lambda host: connect(inventory.host(host)), tmp_path / "launch", say=lambda _: None,
+                  cwd=ROOT)
+    env = {k: v for k, v in os.environ.items() if k != LAUNCH_ID_ENV} | ({LAUNCH_ID_ENV: tag} if tag else {})
+    other = subprocess.Popen([sys.executable, "-u", "selftest/launch/stub_server.py", str(STUB_PORT)], cwd=ROOT,
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not port_open("127.0.0.1", STUB_PORT) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with pytest.raises(PortHeld) as caught:
+            stack.launch()
+        stack.stop()
+    finally:
+        other.terminate()
+        other.wait(timeout=10)
+    message = str(caught.value)
+    assert f"http://127.0.0.1:{STUB_PORT}/health answers, but what listens on 127.0.0.1:{STUB_PORT} is not this " \
+           f"launch's (pid {other.pid} " in message
+    assert (f"started by --launch run {tag})" if tag else "started by no --launch run)") in message
+    assert f"this launch started 'stub-server' (pid {stack.processes[0].pid}), none of which listens there" in message
+    assert stack.summary.launch_to_ready_s is None and "is not this launch's" in stack.summary.launch_error
+    assert_nothing_left(stack.launch_id, stack.processes[0].pid, STUB_PORT)

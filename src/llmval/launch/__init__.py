@@ -5,12 +5,15 @@ The commands live in the inventory; this package runs them in order through each
 from a crash (exit, failed unit, exited container), a crash loop (systemd NRestarts or docker
 RestartCount climbing) and a hang (no new log output for `no_progress_s`). Teardown runs every stop
 step even after a failure, ends our process groups, proves with /proc that no process of ours is left
-and that the port is free, and keeps the logs and a `summary.json` under the log folder. When the suite
+and that the port is free, and keeps the logs and a `summary.json` under the log folder. A launch owns its
+endpoint from the preflight to the end of teardown (`_owner.py`): a lock per endpoint, and the listener that
+answers ready must be one of its own processes. When the suite
 itself dies without tearing down (SIGKILL), the launch watchdog (`_watchdog.py`) ends our process groups and
 runs the inventory's stop steps (`_after_kill.py`).
 """
 
-from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
+from ._errors import Crashed, CrashLoop, Hung, PortHeld, PortInUse, TeardownError
+from ._owner import LOCK_DIR_ENV, EndpointLock, lock_path
 from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
 from ._proc import LAUNCH_ID_ENV, ProcessInfo, group_members, listeners, tagged_processes
 from ._process import BackgroundProcess
@@ -21,14 +24,17 @@ from ._watch import DockerWatch, FileWatch, Observation, ProcessWatch, SystemdWa
 
 __all__ = [
     "LAUNCH_ID_ENV",
+    "LOCK_DIR_ENV",
     "BackgroundProcess",
     "CrashLoop",
     "Crashed",
     "DockerWatch",
+    "EndpointLock",
     "FileWatch",
     "Hung",
     "LaunchSummary",
     "Observation",
+    "PortHeld",
     "PortInUse",
     "ProcessInfo",
     "ProcessWatch",
@@ -46,6 +52,7 @@ __all__ = [
     "http_ok",
     "install_terminate_as_interrupt",
     "listeners",
+    "lock_path",
     "log_watch",
     "parse_gpu_memory_used_mib",
     "parse_ray_alive_nodes",

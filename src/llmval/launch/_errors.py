@@ -5,7 +5,9 @@
      ├── Crashed       a process, unit or container we watch died while starting (exit code, log excerpt)
      ├── CrashLoop     a systemd unit or container restarted N times while starting (restart counter)
      ├── Hung          no new log output for `no_progress_s` (last lines, e.g. after NCCL channel setup)
-     └── PortInUse     something already answers on the endpoint's port before launch
+     ├── PortInUse     something already answers on the endpoint's port before launch
+     └── PortHeld      another --launch run holds the endpoint's lock, or the listener that answered ready is
+                       not one of this launch's processes (who it is)
     HostError (llmval.core.errors)
      └── TeardownError teardown ran every step but left something behind (what, where, the fix)
 """
@@ -29,6 +31,10 @@ class Hung(NotReady):
 
 class PortInUse(NotReady):
     """The endpoint's port was taken before launch; the suite will not attach to a foreign server."""
+
+
+class PortHeld(NotReady):
+    """The endpoint is not this launch's: another run holds its lock, or another process answers on its port."""
 
 
 class TeardownError(HostError):

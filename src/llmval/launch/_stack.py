@@ -33,7 +33,8 @@ from ..core.errors import EndpointError, HostError, InventoryError, LlmvalError,
 from ..inventory import Inventory, StepSpec
 from ..io.http import httpx_errors, make_client, port_open
 from ..io.transport import Connection
-from ._errors import Crashed, CrashLoop, Hung, PortInUse, TeardownError
+from ._errors import Crashed, CrashLoop, Hung, PortHeld, PortInUse, TeardownError
+from ._owner import LOCAL_HOSTS, EndpointLock, describe_listener, foreign_listeners
 from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
 from ._proc import ProcessInfo, launch_id_of, listeners, tagged_processes
 from ._process import BackgroundProcess
@@ -43,7 +44,6 @@ from ._watchdog import Watchdog
 PORT_FREE_WAIT_S = 15.0
 LEFTOVER_WAIT_S = 5.0
 PROGRESS_EVERY_S = 10.0
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 @dataclass
@@ -136,6 +136,8 @@ class Stack:
         self.summary = LaunchSummary(self.launch_id, inventory.deployment.name, self.endpoint.name, self.url,
                                      suite_pid=os.getpid())
         self.watchdog: Watchdog | None = None
+        self.lock: EndpointLock | None = None
+        """The launch's hold on its endpoint, from the preflight to the end of teardown (`_owner.py`)."""
         self._has_started = False
         self._has_stopped = False
 
@@ -153,6 +155,8 @@ class Stack:
         except LlmvalError as error:
             self.summary.launch_error = str(error)
             self._write_summary()
+            if not self._has_started and self.lock is not None:  # refused before any step ran: nothing to hold
+                self.lock.release()
             raise
         self.summary.launch_to_ready_s = round(self.clock() - started, 2)
         self._write_summary()
@@ -177,6 +181,10 @@ class Stack:
         if problems:
             raise InventoryError(f"{self.inventory.deployment.name} [launch]", problems)
         host, port = self.address
+        if self.lock is None or not self.lock.is_held:
+            self.lock = EndpointLock.take(self.endpoint.name, host, port, {
+                "launch_id": self.launch_id, "deployment": self.inventory.deployment.name,
+                "endpoint": self.endpoint.name, "logs": str(self.log_dir)})
         if self.spec.ready.port_must_be_free and self.is_port_open(host, port):
             holders = listeners(port) if host in LOCAL_HOSTS else []
             who = "; ".join(str(p) for p in holders) or "a process the suite did not start"
@@ -217,6 +225,7 @@ class Stack:
             now = self.clock()
             elapsed = now - started
             if is_ready():
+                self._check_listener_is_ours()
                 self.say(f"[launch] {self.endpoint.name} ready after {elapsed:.1f} s ({self.url})")
                 return elapsed
             for watch in watches:
@@ -251,6 +260,22 @@ class Stack:
                 self.say(f"[launch] waiting {elapsed:4.0f} s for {self.endpoint.name}: {shown}")
                 said_line, last_said_at = line, now
             self.sleep(ready.interval_s)
+
+    def _check_listener_is_ours(self) -> None:
+        """Where this launch started local processes and the endpoint is local, the process listening on its port
+        must be one of them (tagged with this launch's id): PortHeld naming who listens, else."""
+        host, port = self.address
+        if host.lower() not in LOCAL_HOSTS or not self.processes:
+            return
+        ours, others = foreign_listeners(port, self.launch_id)
+        if ours and not others:
+            return
+        who = "; ".join(describe_listener(p) for p in others) or "no process this user can see"
+        started = ", ".join(f"'{p.name}' (pid {p.pid})" for p in self.processes)
+        raise PortHeld(self._why(
+            f"{self.url} answers, but what listens on {host}:{port} is not this launch's ({who}); this launch "
+            f"started {started}, none of which listens there. The suite will not judge an engine it did not "
+            "start: stop the other server, or give this launch another port"))
 
     def _why(self, cause: str, *tails: str) -> str:
         excerpt = "\n".join(t for t in tails if t)
@@ -404,6 +429,13 @@ class Stack:
         if self._has_stopped:
             return
         self._has_stopped = True
+        try:
+            self._tear_down()
+        finally:
+            if self.lock is not None:  # after everything of ours is gone and the port is free (or said not to be)
+                self.lock.release()
+
+    def _tear_down(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         started = self.clock()
         problems: list[str] = []
