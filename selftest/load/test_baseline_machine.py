@@ -204,12 +204,17 @@ def _tampered(store: BaselineStore, metrics: dict | None = None, **top) -> tuple
     ({"decode_tok_s": 0}, {}, "decode_tok_s 0 contradicts 1000 / median_tpot_ms 18.1"),
     ({"output_throughput": float("inf")}, {}, "output_throughput inf is not a finite number >= 0"),
     ({"decode_tok_s": True}, {}, "decode_tok_s True is not a finite number >= 0"),
-    ({"decode_tok_s": 0, "median_tpot_ms": 0, "output_throughput": 0, "total_output_tokens": 0},
-     {}, "it measured nothing (decode_tok_s 0, output_throughput 0)"),
+    ({"decode_tok_s": 0, "median_tpot_ms": 0, "tpots": [None] * 8, "output_throughput": 0, "total_output_tokens": 0,
+      "output_lens": [0] * 8}, {}, "it measured nothing (decode_tok_s 0, output_throughput 0)"),
     ({"decode_tok_s": 5.516}, {}, "decode_tok_s 5.516 contradicts 1000 / median_tpot_ms 18.12"),
     ({"output_throughput": 500.0}, {}, "output_throughput 500.0 contradicts total_output_tokens 512 / duration"),
     ({"median_tpot_ms": None}, {}, "decode_tok_s 55.15"),
     ({"median_tpot_ms": -1.0}, {}, "cannot be checked: median_tpot_ms missing or out of range"),
+    # consistent in its summary, not with its own requests: decode x5 with the median TPOT it derives from
+    ({"decode_tok_s": 275.8, "median_tpot_ms": 3.626}, {}, "median_tpot_ms 3.626 contradicts the median of its 8 "
+                                                           "requests' TPOTs = 18.1"),
+    ({"output_throughput": 762.5, "total_output_tokens": 2560}, {}, "total_output_tokens 2560 contradicts the sum of "
+                                                                    "its successful requests' output_lens = 512"),
 ])
 def test_a_tampered_baseline_is_refused_naming_the_file(tmp_path, metrics, top, said):
     """Issue 42.7: a negative baseline read `>= -800.00 (baseline -1000.00 - 20%)`, zero or a calibration of 1e300
@@ -237,7 +242,7 @@ def test_a_metric_the_baseline_did_not_measure_is_not_compared(tmp_path):
     """decode tok/s 0 with a median TPOT of 0 (vLLM's rule for a run that decoded in one chunk) is what the run
     measured: the file is read, and that metric is never compared (a `>= 0` would hold anything)."""
     store = BaselineStore(tmp_path)
-    _, identity, key = _tampered(store, {"decode_tok_s": 0, "median_tpot_ms": 0})
+    _, identity, key = _tampered(store, {"decode_tok_s": 0, "median_tpot_ms": 0, "tpots": [None] * 8})
     baseline = store.load("local-vllm", identity, key)
     now, _ = recorded("cpus0", 1)
     assert [r.metric for r in compare_to_baseline(now, baseline, tolerance=0.10)] == ["output_throughput"]

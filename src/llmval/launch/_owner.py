@@ -53,7 +53,7 @@ class EndpointLock:
         that holds it."""
         path = lock_path(host, port)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+            fd = _open_lock(path)
         except OSError as error:
             raise PortHeld(f"[{name}] cannot open the launch lock of {host}:{port} ({path}): {error.strerror}; "
                            f"a launch never starts without owning its endpoint") from None
@@ -84,6 +84,18 @@ class EndpointLock:
     @property
     def is_held(self) -> bool:
         return self._fd is not None
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file, created readable and writable by every user (one lock per endpoint on the machine, whoever
+    runs the suite); another user's file that this user may only read is locked read-only (flock needs no write)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with contextlib.suppress(OSError):  # only its owner may; the umask would leave 0644
+        os.fchmod(fd, 0o666)
+    return fd
 
 
 def _holder(fd: int) -> str:
