@@ -150,7 +150,7 @@ def _snapshot(args: argparse.Namespace) -> int:
         try:
             backup = write_new(args.out, text, replace=args.force, protect=(source,))
         except OSError as error:
-            print(f"llmval snapshot: --out {error.filename}: {error.strerror}; nothing written", file=sys.stderr)
+            print(f"llmval snapshot: --out {args.out}: {error.strerror or error}; nothing written", file=sys.stderr)
             return int(pytest.ExitCode.USAGE_ERROR)
         rewritten = sum(c.rewrites for c in changes)
         contradicted = sum(c.kind == "differs" for c in changes)
