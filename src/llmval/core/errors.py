@@ -7,6 +7,7 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
     LlmvalError
      ├── InventoryError      the inventory file is missing, malformed or invalid (file, key path, reason)
      ├── ParseError          host or engine output is not in the expected format (source, line, excerpt)
+     │    └── BaselineInvalid    (llmval.load) a stored perf baseline this suite could not have saved (the file)
      ├── HostError           a command on a host could not be run to completion
      │    ├── HostUnreachable    the transport could not connect
      │    ├── CommandTimeout     the command ran past its timeout and was killed
@@ -35,7 +36,9 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    ├── Crashed            (llmval.launch) our process exited, the unit failed, the container exited
      │    ├── CrashLoop          (llmval.launch) the unit's or container's restart counter climbed
      │    ├── Hung               (llmval.launch) no new log output for the no-progress window
-     │    └── PortInUse          (llmval.launch) the endpoint's port was taken before launch
+     │    ├── PortInUse          (llmval.launch) the endpoint's port was taken before launch
+     │    └── PortHeld           (llmval.launch) another --launch run holds the endpoint, or what answers ready
+     │                           is not this launch's process
      ├── OtherLoad           (llmval.load) other clients loaded the server during every perf measurement attempt
      ├── ClientHostBusy      (llmval.load) the client host was busy (other processes, steal) during every attempt
      ├── NotJudged           (llmval.underload) a correctness-under-load gate could not be judged (load not held,
