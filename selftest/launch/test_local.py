@@ -31,6 +31,7 @@ from llmval.launch import (
     tagged_processes,
 )
 from selftest.launch.helpers import ROOT, assert_nothing_left, run_until_marker, seconds_until_nothing_left, summary_of
+from selftest.strategies import sigint_as_in_a_terminal
 
 INVENTORIES = ROOT / "selftest" / "data" / "inventories"
 STUB_PORT = 8337
@@ -388,3 +389,33 @@ def test_a_ready_answer_from_a_server_this_launch_did_not_start_is_not_judged(tm
     assert f"this launch started 'stub-server' (pid {stack.processes[0].pid}), none of which listens there" in message
     assert stack.summary.launch_to_ready_s is None and "is not this launch's" in stack.summary.launch_error
     assert_nothing_left(stack.launch_id, stack.processes[0].pid, STUB_PORT)
+
+
+@pytest.mark.subprocess
+def test_a_second_launch_run_on_the_port_is_could_not_check_naming_the_first(tmp_path):
+    """The issue's case through pytest: run A (`--launch`) is mid-test with its stub up; run B (`--launch`, the same
+    inventory) said "ready" and judged A's engine. B now ends at once, could not check, naming A's run."""
+    first = _contract_run(tmp_path / "a", INVENTORIES / "launch-stub-server.toml",
+                          str(ROOT / "selftest" / "data" / "launch" / "blocking_contract.py"))
+    marker = tmp_path / "marker"
+    run = subprocess.Popen(first, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env={**os.environ, "LLMVAL_SELFTEST_MARKER": str(marker)},
+                           preexec_fn=sigint_as_in_a_terminal)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert run.poll() is None and time.monotonic() < deadline, "run A never reached its blocking test"
+            time.sleep(0.2)
+        second = subprocess.run(_contract_run(tmp_path / "b", INVENTORIES / "launch-stub-server.toml"), cwd=ROOT,
+                                capture_output=True, text=True, timeout=120)
+    finally:
+        run.send_signal(signal.SIGINT)
+        run.communicate(timeout=90)
+    held = summary_of(tmp_path / "a" / "reports")
+    assert second.returncode == 10, second.stdout[-3000:]  # could not check
+    assert "--launch: the stack did not come up (PortHeld)" in second.stdout
+    assert f"is held by another --launch run (pid {run.pid}, launch id {held['launch_id']}, " in second.stdout
+    assert "[launch] stub ready after" not in second.stdout
+    refused = summary_of(tmp_path / "b" / "reports")
+    assert refused["processes"] == [] and refused["steps"] == []  # B started nothing
+    assert_nothing_left(held["launch_id"], held["processes"][0]["pid"], STUB_PORT)
