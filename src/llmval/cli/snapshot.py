@@ -431,8 +431,8 @@ WRITTEN = ("filled", "added")
 
 
 def diff(snap: Snapshot, placeholders: list[Path_]) -> list[Change]:
-    """What the snapshot changes in the declared inventory; a declared value the deployment agrees with is one
-    `confirmed` change without a line of its own."""
+    """One change per key read (`confirmed`, `differs`, `filled`, `added`: what `--out` does with each is `WRITTEN`'s)
+    and per placeholder nothing read answered (`unanswered`)."""
     changes: list[Change] = []
     answered: set[Path_] = set()
     for obs in snap.observations:

@@ -14,9 +14,8 @@ before baselines kept one, or by an absolute section) is compared unscaled, and 
 
 A baseline is a file anyone can edit, so it is validated on read (`BaselineInvalid`, naming the file) and never
 taken on trust: every compared metric present, finite and >= 0 (0: not measured, never compared; one at least
-measured) and agreeing with the numbers it is derived from
-(decode tok/s = 1000 / median TPOT, output throughput = output tokens / duration, and those of its per-request
-TPOTs and output lengths, as this suite saves them); a
+measured) and agreeing with the numbers it is derived from (decode tok/s = 1000 / median TPOT, output throughput =
+output tokens / duration, and those of its per-request TPOTs and output lengths, as this suite saves them); a
 calibration finite, > 0 and below what any machine scores (`MAX_STEPS_S`); and, compared on a machine-relative
 section, a calibration at most `MAX_CALIBRATION_RATIO` times this machine's own. A negative, zero or 1e300
 number would otherwise turn the gate into `>= -800` or scale the baseline to nothing, and any regression GREEN.
@@ -113,13 +112,13 @@ def _per_request_problems(metrics: dict) -> list[str]:
     if isinstance(tpots, list) and _non_negative(median):
         each = [float(t) * 1000 for t in tpots if _non_negative(t)]
         value = statistics.median(each) if each else 0.0
-        if abs(float(median) - value) > CONSISTENT_WITHIN * value:  # type: ignore[arg-type]
+        if abs(float(median) - value) > CONSISTENT_WITHIN * value:
             problems.append(f"median_tpot_ms {median!r} contradicts the median of its {len(each)} requests' TPOTs "
                             f"= {value:.2f}")
     outputs, errors, total = metrics.get("output_lens"), metrics.get("errors"), metrics.get("total_output_tokens")
     if isinstance(outputs, list) and isinstance(errors, list) and len(outputs) == len(errors) and _non_negative(total):
         value = sum(float(n) for n, error in zip(outputs, errors, strict=True) if not error and _non_negative(n))
-        if float(total) != value:  # type: ignore[arg-type]
+        if float(total) != value:
             problems.append(f"total_output_tokens {total!r} contradicts the sum of its successful requests' "
                             f"output_lens = {value:.0f}")
     return problems
