@@ -483,8 +483,8 @@ def render_diff(changes: list[Change]) -> str:
                 lines.append(f"  {labels[kind]:<18} {c.path} (declared {c.declared!r}; nothing read answers it)")
             elif kind == "differs":
                 lines.append(f"  {labels[kind]:<18} {c.path}: declared {c.declared!r}, observed {c.observed!r}: "
-                             f"contradicts the contract; kept as declared, the reading beside it as a comment  "
-                             f"[{c.source}]")
+                             "contradicts the contract; kept as declared (--out writes the reading as a comment "
+                             f"beside it)  [{c.source}]")
             elif kind == "confirmed":
                 if c.observed != c.declared:  # a minimum that holds, a list in another order: the rule stays
                     lines.append(f"  {labels[kind]:<18} {c.path}: {c.declared!r} kept as declared (read "
