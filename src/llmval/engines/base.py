@@ -201,7 +201,7 @@ class EngineAdapter:
 
     kind: ClassVar[str] = "openai"
     """The inventory's `engine =` value (the registry `llmval.engines.ADAPTERS` is keyed by it: the inventory's
-    choices, `llmval init --platform` and its templates derive from it)."""
+    choices, `llmval init --engine` and its templates derive from it)."""
     default_port: ClassVar[int] = 8000
     """The port the engine's server listens on unless told otherwise (`llmval init` writes it)."""
     has_version: ClassVar[bool] = False
