@@ -75,7 +75,9 @@ def test_a_speculative_algorithm_the_engine_never_reports_is_refused_naming_its_
         'algorithm = "EAGLE"', f'algorithm = "{algorithm}"')
     [(where, reason)] = _refused(tmp_path, text)
     assert where == "endpoints[0:kpro6-sglang].expect.speculative.algorithm"
-    assert reason.startswith(said), reason
+    number = next(n for n, line in enumerate(text.splitlines(), start=1)
+                  if line.startswith(f'algorithm = "{algorithm}"'))
+    assert reason.startswith(said) and reason.endswith(f"(line {number})"), reason
 
 
 @pytest.mark.parametrize(("engine", "algorithm"), [

@@ -18,7 +18,7 @@ from ..core.files import read_regular
 from ._base import JudgedBy, Scaled, Spec, judged_by, scaled
 from ._checks import raw_problems
 from ._engines import engine_kinds, speculative_algorithm_problem, use_engine_registry
-from ._where import meant_key, with_line
+from ._where import loc_of, meant_key, with_line
 from .accuracy import AgenticSpec, NiahSpec
 from .hosts import (
     DockerTransport,
@@ -303,7 +303,7 @@ def parse_inventory(data: dict, source: str = "<inventory>", text: str | None = 
     except RecursionError:
         raise InventoryError(source, [("", "nested too deeply")]) from None
     if problems := reference_problems(inventory):
-        raise InventoryError(source, problems)
+        raise InventoryError(source, [(where, with_line(reason, text, loc_of(where))) for where, reason in problems])
     return inventory
 
 

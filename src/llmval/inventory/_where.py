@@ -142,6 +142,19 @@ def meant_key(schema: dict, loc: tuple) -> str | None:
     return found[0] if found else None
 
 
+KEY_PATH_PART_RE = re.compile(r"\[(?P<index>\d+)(?::[^\]]*)?\]|\.?(?P<key>[^.\[]+)")
+
+
+def loc_of(key_path: str) -> tuple:
+    """A problem's key path as pydantic's location: `hosts[1:ct].gpus.count` -> ("hosts", 1, "gpus", "count").
+
+    >>> loc_of("endpoints[0:kpro6-sglang].expect.speculative.algorithm")
+    ('endpoints', 0, 'expect', 'speculative', 'algorithm')
+    """
+    return tuple(int(part["index"]) if part["index"] is not None else part["key"]
+                 for part in KEY_PATH_PART_RE.finditer(key_path))
+
+
 def with_line(reason: str, text: str | None, loc: tuple[Any, ...]) -> str:
     """`reason (line N)` when the TOML text is known and the key (or its table) found in it."""
     if text is None:
