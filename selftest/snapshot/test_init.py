@@ -178,8 +178,9 @@ def test_pip_23_installs_the_line_init_writes_for_a_local_checkout(tmp_path):
     """Issue 46.1: pip 23.x (Debian 12's 23.0.1; Python 3.11's venv brings 23.2.1) installs the exact line the
     workflow gets for a local git checkout of llmval; it refused `pytest-llmval @ git+file:///...` ("Invalid
     requirement ... It looks like a path"). pip 23.0.1 where an index has it, else the venv's own 23.x."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed here")
+    if shutil.which("git") is None or subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+                                                     capture_output=True).returncode != 0:
+        pytest.skip("git is not installed here, or this copy of llmval is no git checkout")
     checkout = tmp_path / "llmval"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(checkout)], check=True, timeout=120)
     source = install_source({"url": checkout.as_uri(), "dir_info": {}}, "0.1.0")

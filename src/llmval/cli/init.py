@@ -218,12 +218,14 @@ def pytest_config_of(folder: Path) -> Path | None:
 
 
 def render(template: str, platform: str, folder: Path, install: InstallSource | None = None) -> str:
-    """One template filled in (`$name`, `$engine`, `$model`, `$base_url`, `$install`, `$install_note`; GitHub's
-    `${{ }}` kept). No absolute path of `folder` goes in: the files are committed and used on other machines."""
+    """One template filled in (`$name`, `$engine`, `$engines` (the registry's kinds: the choices the inventory
+    takes), `$model`, `$base_url`, `$install`, `$install_note`; GitHub's `${{ }}` kept). No absolute path of
+    `folder` goes in: the files are committed and used on other machines."""
     chosen = PLATFORMS[platform]
     install = install or installed_source()
     text = (resources.files("llmval") / "templates" / template).read_text(encoding="utf-8")
     return string.Template(text).safe_substitute(name=deployment_name(folder), engine=chosen.engine,
+                                                 engines=" | ".join(PLATFORMS),
                                                  model=chosen.model, base_url=chosen.base_url,
                                                  install=shlex.quote(install.requirement),
                                                  install_note=install.note())
