@@ -16,6 +16,7 @@ from llmval.inventory import load_inventory
 from llmval.report import build_status, render_markdown
 from llmval.report.results import previous_results, results_document, write_document
 from llmval.report.scope import RunScope, Selection, scope_of, scope_of_document
+from selftest.report.runs import INVENTORIES, run_with
 from selftest.strategies import ROOT
 
 pytest_plugins = ["pytester"]
@@ -141,3 +142,26 @@ def test_a_live_run_is_compared_with_live_runs_only(tmp_path):
     found = previous_results(tmp_path, "kpro6", RunScope("smoke"), replayed=False)
     assert found is not None and found[1]["started"] == live["started"] and found[1]["mode"] == "attach"
     assert previous_results(tmp_path, "kpro6", RunScope("smoke"), replayed=True)[1]["started"] != live["started"]
+
+
+HOLDS = '''
+def test_the_selftest_value_holds(expect):
+    expect("localhost", "selftest.value", expected=1, observed=1)
+'''
+
+
+def test_a_live_runs_changes_are_against_the_last_live_run_not_a_replay_between(pytester):
+    """Issue 46.2, end to end: a replay's results left in the history (as runs before replays went apart wrote
+    them) are passed over; the next live run's "Changed since last run" is against the live run before it."""
+    first = run_with(pytester, HOLDS, INVENTORIES / "report-blockers.toml")
+    assert first.ret == 0, first.stdout.str()[-3000:]
+    history = pytester.path / "reports" / "partial" / "history"  # a file of tests: a partial run
+    [live] = sorted(history.iterdir())
+    replayed = {**json.loads(live.read_text()), "mode": "replay"}
+    stamp = dt.datetime.strptime(live.name.split("-")[1], "%Y%m%dT%H%M%SZ") + dt.timedelta(seconds=1)
+    planted = history / f"results-{stamp:%Y%m%dT%H%M%SZ}-report-selftest.json"
+    planted.write_text(json.dumps(replayed))
+    second = run_with(pytester, HOLDS, INVENTORIES / "report-blockers.toml")
+    assert second.ret == 0, second.stdout.str()[-3000:]
+    status = (pytester.path / "reports" / "partial" / "status.md").read_text()
+    assert f"_against history/{live.name}_" in status and planted.name not in status, status[-3000:]
