@@ -14,6 +14,8 @@ import importlib.util
 import logging
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,6 +79,42 @@ def _anchors(site: Path, page: str) -> set[str]:
     html = site / (page.removesuffix(".md").removesuffix("index") or "") / "index.html"
     assert html.is_file(), f"no built page for {page} ({html})"
     return set(re.findall(r'\bid="([^"]+)"', html.read_text()))
+
+
+RAW_TABLE_RE = re.compile(r"<p>\s*\|[^<]*")
+"""A paragraph that starts with `|`: table rows Markdown did not take for a table (a blank line inside a table ends
+it, and the rows after it render as text). mkdocs --strict says nothing of it."""
+
+
+def test_no_page_shows_a_table_as_raw_pipes(site):
+    raw = {str(page.relative_to(site)): found[:80] for page in site.rglob("*.html")
+           if (found := next(iter(RAW_TABLE_RE.findall(page.read_text())), None))}
+    assert not raw, f"table rows rendered as text (a blank line inside a table?): {raw}"
+
+
+def worked_example(title: str = "A worked example: kpro6") -> str:
+    """The TOML of a docs/inventory.md walk-through: its ```toml blocks, in order, as one file."""
+    text = (ROOT / "docs" / "inventory.md").read_text()
+    section = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return "\n".join(re.findall(r"```toml\n(.*?)```", section, re.S))
+
+
+@pytest.mark.subprocess
+def test_the_worked_kpro6_inventory_passes_check_inventory_and_collects(tmp_path):
+    """docs/inventory.md's kpro6 walk-through is one inventory: `llmval check-inventory` takes it and the contract
+    collects on it, its ids naming its hosts and endpoint (issue 46.5)."""
+    inventory = tmp_path / "inventory.toml"
+    inventory.write_text(worked_example())
+    check = subprocess.run([sys.executable, "-m", "llmval", "check-inventory", str(inventory)], capture_output=True,
+                           text=True, timeout=120)
+    assert check.returncode == 0 and "ok (2 hosts, 1 endpoints)" in check.stdout, check.stdout + check.stderr
+    collect = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                              f"--inventory={inventory}", "-m", "smoke"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=300)
+    ids = [line for line in collect.stdout.splitlines() if "::" in line]
+    assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-2000:]
+    for target in ("[kpro6]", "[kpro6-ct129]", "[kpro6-sglang]", "[kpro6-sglang-algorithm]"):
+        assert any(target in i for i in ids), (target, ids[:20])
 
 
 def test_the_site_builds_with_strict_links_and_anchors(site):

@@ -25,7 +25,7 @@ ENGINE_NAME_COMPARISON_RE = re.compile(
 
 
 def test_the_inventory_init_and_cli_choices_are_the_registry():
-    """One list of engine kinds (issue 22.4): the inventory's `engine =`, its JSON schema, `llmval init --platform`
+    """One list of engine kinds (issue 22.4): the inventory's `engine =`, its JSON schema, `llmval init --engine`
     and the CLI's choices are all the registry's kinds."""
     from llmval.__main__ import main
     from llmval.cli.init import PLATFORMS
@@ -37,7 +37,7 @@ def test_the_inventory_init_and_cli_choices_are_the_registry():
     assert list(PLATFORMS) == list(ADAPTERS)
     assert all(PLATFORMS[k].base_url.endswith(f":{c.default_port}") for k, c in ADAPTERS.items())
     with pytest.raises(SystemExit):
-        main(["init", "x", "--platform", "example-engine"])
+        main(["init", "x", "--engine", "example-engine"])
 
 
 def test_a_new_adapter_is_a_new_inventory_choice(monkeypatch):

@@ -170,7 +170,7 @@ def test_the_host_contract_names_the_zombie_and_folds_the_stray_check_under_it(p
         assert needle in message, message
     assert "zombie worker: see hosts.gpu.zombie_workers" in short["test_no_stray_gpu_processes[h200]"][1]
     # tests/hosts alone is a partial run (issue 20.6): its status document is under reports/partial/
-    status = (pytester.path / "reports" / "partial" / "status.md").read_text()
+    status = (pytester.path / "reports" / "replay" / "partial" / "status.md").read_text()
     failing = status.split("### Failing", 1)[1].split("\n### ", 1)[0]
     roots = [line for line in failing.splitlines() if line.startswith("- ")]
     assert len(roots) == 1 and "hosts.gpu.zombie_workers" in roots[0], failing
@@ -249,7 +249,7 @@ def test_the_host_contract_names_a_second_server_as_a_stray_with_its_port_and_me
             "(with pid 2205 VLLM::EngineCore) holds 28.9 GiB (29580 MiB) on GPU-cc7b08ac") in message, message
     assert "zombie" not in message.split("hint:")[0] and "more characters" not in message, message
     assert "a second server holds GPU memory on a port no endpoint declares" in message
-    status = (pytester.path / "reports" / "partial" / "status.md").read_text()
+    status = (pytester.path / "reports" / "replay" / "partial" / "status.md").read_text()
     failing = status.split("### Failing", 1)[1].split("\n### ", 1)[0]
     roots = [line for line in failing.splitlines() if line.startswith("- ")]
     assert len(roots) == 1 and "`hosts.gpu.stray_processes` on h200" in roots[0], failing

@@ -84,7 +84,7 @@ def build_ops_repo(work: Path) -> OpsRepo:
                                cwd=repo, check=True, capture_output=True, text=True).stdout.strip())
     (site / "zz-suite-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     ops = OpsRepo(repo, wheel)
-    init = ops.run("llmval", "init", ".", "--platform", "sglang")
+    init = ops.run("llmval", "init", ".", "--engine", "sglang")
     assert init.returncode == 0, init.stderr
     shutil.copy(ROOT / "inventories" / "kpro6.toml", repo / "inventory.toml")  # their real inventory
     (repo / "rec").mkdir()

@@ -146,7 +146,7 @@ def test_the_generated_ci_command_runs_their_unmarked_tests_with_the_smoke_check
     smoke = _python_pytest(repo, "-m", "smoke", "--replay=rec", "--collect-only", "-q").stdout
     assert {i for i in ids if i.startswith("llmval/")} == {line for line in smoke.splitlines()
                                                            if line.startswith("llmval/")}
-    assert "Verdict: **GREEN**" in (repo.path / "reports" / "status.md").read_text()
+    assert "Verdict: **GREEN**" in (repo.path / "reports" / "replay" / "status.md").read_text()
     assert json.loads((repo.path / "reports" / "results.json").read_text())["scope"] == "smoke"  # not partial
     line = re.search(r"^llmval: (\d+) deselected: (.+)$", run.stdout, re.MULTILINE)
     assert line, run.stdout[-2000:]
@@ -193,7 +193,7 @@ def test_a_run_from_a_subdirectory_uses_the_repos_inventory_and_reports(ops, tmp
     run = _python_pytest(repo, "-m", "smoke", "--replay=../rec", "-q", cwd=repo.path / "tests")
     assert run.returncode == 0, _out(run)
     assert not (repo.path / "tests" / "reports").exists()
-    assert "Verdict: **GREEN**" in (repo.path / "reports" / "status.md").read_text()
+    assert "Verdict: **GREEN**" in (repo.path / "reports" / "replay" / "status.md").read_text()
 
 
 # ---- 8. the smaller ones --------------------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def test_a_run_piped_into_head_keeps_its_status_and_junit(ops, tmp_path):
                            "--replay=rec | head -5",
                            shell=True, cwd=repo.path, capture_output=True, text=True, timeout=300)
     assert len(piped.stdout.splitlines()) == 5
-    status = (repo.path / "reports" / "status.md").read_text()
+    status = (repo.path / "reports" / "replay" / "status.md").read_text()
     assert "Verdict: **GREEN**" in status, status[:1000]
     assert ElementTree.parse(repo.path / "reports" / "junit.xml").getroot().find("testsuite") is not None
 

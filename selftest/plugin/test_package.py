@@ -40,7 +40,7 @@ def _shipped_smoke_checks() -> set[str]:
 
 def test_smoke_is_green_with_every_shipped_smoke_check_and_their_testinfra_tests(ops, smoke):
     assert smoke.returncode == 0, smoke.stdout[-3000:] + smoke.stderr[-2000:]
-    assert "Verdict: **GREEN**" in (ops.path / "reports" / "status.md").read_text()
+    assert "Verdict: **GREEN**" in (ops.path / "reports" / "replay" / "status.md").read_text()  # a replay's
     results = json.loads((ops.path / "reports" / "results.json").read_text())
     ids = {t["nodeid"]: t["outcome"] for t in results["tests"]}
     contract = {i.removeprefix("llmval/") for i in ids if i.startswith("llmval/")}
@@ -78,7 +78,7 @@ def test_the_id_status_md_names_for_a_failure_runs_that_test(ops, tmp_path):
     shutil.copy(ops.path / "inventory.toml", tmp_path / "inventory.toml")
     red = ops.pytest("-m", "smoke", cwd=tmp_path)
     assert red.returncode == 1, red.stdout[-2000:]
-    status = (tmp_path / "reports" / "status.md").read_text()
+    status = (tmp_path / "reports" / "replay" / "status.md").read_text()
     named = re.search(r"test: `(llmval/serving/[^`]+)`", status)
     assert named, status[:3000]
     again = ops.pytest(named.group(1), cwd=tmp_path)

@@ -44,7 +44,7 @@ def test_readme_walkthrough_adds_a_report_section_both_reports_show(tmp_path):
     contract = pytest_in(repo, "--reports", str(reports), "--inventory", "selftest/data/inventories/h200x2.toml",
                          "--replay", "selftest/data/replays/hosts/REAL-h200x2", "tests/hosts")
     assert contract.rc in (0, 1), contract.tail()  # 1: the REAL stray python3 (see REAL-h200x2's README)
-    folder = reports / "partial"  # tests/hosts alone is a part of the contract
+    folder = reports / "replay" / "partial"  # a replay of tests/hosts alone: a part of the contract
     results = json.loads((reports / "results.json").read_text())
     slowest = sorted(results["tests"], key=lambda t: (-t["duration_s"], t["nodeid"]))[0]
     status = (folder / "status.md").read_text()

@@ -79,6 +79,7 @@ def test_full_kpro6_replay_prints_a_handful_of_grouped_root_causes_and_no_cell_l
                 and "[" in line], "a per-cell progress line without -v"
     assert len(lines) < 200, len(lines)
     assert sum(line.startswith("ERROR ") and "::" in line for line in lines) == 2  # one per root cause; -v shows each
-    failing = (pytester.path / "reports" / "status.md").read_text().split("### Failing")[1].split("### Blocked")[0]
+    status = (pytester.path / "reports" / "replay" / "status.md").read_text()
+    failing = status.split("### Failing")[1].split("### Blocked")[0]
     assert len([line for line in failing.splitlines() if line.startswith("- ")]) == 2, failing
     assert "kpro6-sglang-8192-d50-signature-stream" in failing  # every cell is listed in the report

@@ -93,7 +93,7 @@ def test_wrong_model_replay_puts_serving_model_id_first_and_junit_carries_the_ve
     result.stdout.fnmatch_lines(["FAILED *test_served_model_matches_inventory* - serving.model.id "
                                  "[[]local-vllm-8343[]] observed [[]'glm-4.7-flash'[]] (expected [[]'smollm2'[]])"])
     reports = pytester.path / "reports"
-    failing = (reports / "partial" / "status.md").read_text().split("### Failing")[1].split("### Blocked")[0]
+    failing = (reports / "replay" / "partial" / "status.md").read_text().split("### Failing")[1].split("### Blocked")[0]
     items = [line for line in failing.splitlines() if line.startswith("- ")]
     assert items[0].startswith("- ❌ `serving.model.id` on local-vllm-8343"), failing
     assert "3 checks could not run because `serving.model.id` failed:" in failing

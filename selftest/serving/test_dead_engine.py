@@ -58,7 +58,7 @@ def _verdicts(results: dict) -> dict[str, dict]:
 
 
 def _roots(pytester) -> list[str]:
-    status = (pytester.path / "reports" / "status.md").read_text()
+    status = (pytester.path / "reports" / "replay" / "status.md").read_text()
     failing = status.split("### Failing", 1)[1].split("\n### ", 1)[0]
     return [line for line in failing.splitlines() if line.startswith("- ")]
 
@@ -120,7 +120,7 @@ def test_a_dead_vllm_engine_core_is_quoted_in_its_own_words_as_the_root_cause(py
     assert "File \\\"/opt" not in health["evidence"] and "^^^" not in health["evidence"]
     [root] = _roots(pytester)
     assert "serving.health" in root
-    status = (pytester.path / "reports" / "status.md").read_text()
+    status = (pytester.path / "reports" / "replay" / "status.md").read_text()
     assert "EngineDeadError: EngineCore encountered an issue" in status.split("### Failing", 1)[1].split("\n### ")[0]
 
 

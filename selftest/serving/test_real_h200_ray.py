@@ -97,7 +97,7 @@ def test_the_killed_api_server_leaves_the_ray_actor_a_zombie_named_with_its_orph
     assert "Ray actor RayWorkerProc vllm_Worker_" in observed and "of job 01000000 RUNNING" in observed
     assert "its driver pid 18107 (VLLM::EngineCore) has lost its parent (PPID 1)" in observed
     assert "ray stop --force" in zombie["hint"]
-    status = (pytester.path / "reports" / "status.md").read_text()
+    status = (pytester.path / "reports" / "replay" / "status.md").read_text()
     assert "14 checks could not run because `hosts.gpu.zombie_workers` failed" in status, status[:3000]
 
 

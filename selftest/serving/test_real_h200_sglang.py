@@ -78,7 +78,7 @@ def test_a_sigstopped_scheduler_is_one_root_cause_that_the_server_hangs(pytester
     # replayed in the live run's own words (issue 31.4): the recorded ReadTimeout is a timeout again, not a ConnectError
     live = verdicts_of(json.loads((_dir("sigstop") / "reports" / "results.json").read_text()))["serving.health"]
     assert health["observed"] == live["observed"] and "no answer within 5 s" in health["observed"], health
-    status = (pytester.path / "reports" / "status.md").read_text()
+    status = (pytester.path / "reports" / "replay" / "status.md").read_text()
     assert "12 checks could not run because `serving.health` failed" in status, status[:2000]
 
 

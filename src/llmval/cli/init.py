@@ -1,4 +1,4 @@
-"""`llmval init [DIR] --platform <engine kind>`: scaffold an ops repo that uses llmval.
+"""`llmval init [DIR] --engine <engine kind>`: scaffold an ops repo that uses llmval.
 
 Writes `inventory.toml` (a valid minimal inventory, every other key commented), `pytest.ini` (its
 `llmval_inventory` setting, so a bare `pytest` runs the team's tests and the contract), `.github/workflows/llmval.yml`
@@ -9,13 +9,20 @@ pytest configuration, it says which line to add there instead of writing pytest.
 
 The workflow and the unit install llmval as this llmval was installed, pinned (`install_requirement`, from the
 PEP 610 `direct_url.json` pip writes): a git URL at its commit, a wheel by its sha256, a local checkout at its
-git commit, or `pytest-llmval==<version>` from a package index.
+git commit, or `pytest-llmval==<version>` from a package index. The line is one pip 23.0 and later accept (Debian 12
+and Proxmox VE 8 ship pip 23.0.1; Python 3.11's venv brings 23.2.1): their packaging 21.3 refuses a `name @ URL`
+whose URL names no host (`git+file:///...`: "Invalid requirement ... It looks like a path"), so such a source is
+written as pip's own URL form with `#egg=<name>`. A source that is a path on this machine (`file://`) is said
+so, at init and in the written files (a CI runner elsewhere cannot see it), with the checkout's git remote at the
+same commit as the line to use instead, where the checkout has one (`InstallSource`).
 
     >>> sorted(PLATFORMS)
     ['openai', 'sglang', 'vllm']
     >>> install_requirement({"url": "https://github.com/o/llmval", "vcs_info": {"vcs": "git", "commit_id": "ab12"}},
     ...                     "0.1.0")
     'pytest-llmval @ git+https://github.com/o/llmval@ab12'
+    >>> install_requirement({"url": "file:///srv/llmval", "vcs_info": {"vcs": "git", "commit_id": "ab12"}}, "0.1.0")
+    'git+file:///srv/llmval@ab12#egg=pytest-llmval'
     >>> install_requirement(None, "0.1.0")
     'pytest-llmval==0.1.0'
 """
@@ -71,23 +78,89 @@ def deployment_name(folder: Path) -> str:
     return name or "deployment"
 
 
-def install_requirement(direct_url: dict | None, version: str) -> str:
-    """The pip requirement that installs this llmval again, pinned, from PEP 610's `direct_url.json` (None: it
-    came from a package index). A local checkout is pinned to its git commit where it is one (`git_commit`)."""
+@dataclass(frozen=True)
+class InstallSource:
+    """Where the pinned install line takes llmval from."""
+
+    requirement: str
+    """The pip requirement, as `pip install` takes it (pip >= 23.0)."""
+    local_path: Path | None = None
+    """The source is this path of the machine that ran init (a `file://` URL): other machines cannot install it."""
+    remote_requirement: str = ""
+    """The same commit from the checkout's git remote, where it has one: the line to use on other machines."""
+
+    def note(self) -> str:
+        """One line for the written files and init's output: where the line installs from, and what to do when
+        that is a path of this machine."""
+        if self.local_path is None:
+            return "installs from a package index or a URL any machine with access can reach"
+        fix = (f"push that commit and use `pip install {shlex.quote(self.remote_requirement)}` (the checkout's git "
+               "remote)" if self.remote_requirement else
+               "publish llmval where the runner can reach it (a git server, a wheel on an index) and change the line")
+        return (f"installs from {self.local_path}, a path on the machine that ran `llmval init`: a CI runner or "
+                f"host without that path cannot install it; {fix}")
+
+
+def requirement_of(url: str) -> str:
+    """`pytest-llmval @ <url>` (PEP 508), or, for a URL that names no host other than a plain `file:` one
+    (`git+file:///srv/llmval@<sha>`), pip's URL form `<url>#egg=pytest-llmval`: pip 23's packaging (21.3) refuses
+    a `name @ URL` without a host ("Invalid URL"), pip 24 and 25 take either form.
+
+    >>> requirement_of("file:///srv/llmval")
+    'pytest-llmval @ file:///srv/llmval'
+    """
+    parts = urlparse(url)
+    if not parts.netloc and parts.scheme != "file":
+        return f"{url}#egg={DISTRIBUTION}"
+    return f"{DISTRIBUTION} @ {url}"
+
+
+def install_source(direct_url: dict | None, version: str) -> InstallSource:
+    """The pinned install line of the llmval that PEP 610's `direct_url.json` describes (None: it came from a package
+    index). A local checkout is pinned to its git commit where it is one (`git_commit`)."""
     if direct_url is None:
-        return f"{DISTRIBUTION}=={version}"
+        return InstallSource(f"{DISTRIBUTION}=={version}")
     url = str(direct_url.get("url", ""))
+    local = Path(unquote(urlparse(url).path)) if urlparse(url).scheme == "file" else None
     vcs = direct_url.get("vcs_info")
     if isinstance(vcs, dict) and vcs.get("commit_id"):
-        return f"{DISTRIBUTION} @ {vcs.get('vcs', 'git')}+{url}@{vcs['commit_id']}"
+        commit = str(vcs["commit_id"])
+        return InstallSource(requirement_of(f"{vcs.get('vcs', 'git')}+{url}@{commit}"), local,
+                             remote_requirement(local, commit) if local else "")
     archive = direct_url.get("archive_info")
     if isinstance(archive, dict):
         hashes = archive.get("hashes") or {}
         pin = f"#sha256={hashes['sha256']}" if isinstance(hashes, dict) and hashes.get("sha256") else ""
-        return f"{DISTRIBUTION} @ {url}{pin}"
-    if url.startswith("file://") and (commit := git_commit(Path(unquote(urlparse(url).path)))):
-        return f"{DISTRIBUTION} @ git+{url}@{commit}"
-    return f"{DISTRIBUTION} @ {url}"
+        return InstallSource(requirement_of(f"{url}{pin}"), local)
+    if local is not None and (commit := git_commit(local)):
+        return InstallSource(requirement_of(f"git+{url}@{commit}"), local, remote_requirement(local, commit))
+    return InstallSource(requirement_of(url), local)
+
+
+def install_requirement(direct_url: dict | None, version: str) -> str:
+    """The pip requirement that installs this llmval again, pinned (`install_source`)."""
+    return install_source(direct_url, version).requirement
+
+
+def remote_requirement(checkout: Path, commit: str) -> str:
+    """`pytest-llmval @ git+<remote>@<commit>` for the checkout's git remote (`origin`, else its first), as a URL
+    pip takes (`git@host:o/r.git` becomes `ssh://git@host/o/r.git`); "" where it has none."""
+    try:
+        names = subprocess.run(["git", "-C", str(checkout), "remote"], capture_output=True, text=True, timeout=10)
+        remotes = names.stdout.split() if names.returncode == 0 else []
+        if not remotes:
+            return ""
+        name = "origin" if "origin" in remotes else remotes[0]
+        found = subprocess.run(["git", "-C", str(checkout), "remote", "get-url", name], capture_output=True,
+                               text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    remote = found.stdout.strip() if found.returncode == 0 else ""
+    if scp := re.fullmatch(r"(?P<user>[\w.-]+@)?(?P<host>[\w.-]+):(?!//)(?P<path>.+)", remote):
+        remote = f"ssh://{scp['user'] or ''}{scp['host']}/{scp['path'].lstrip('/')}"
+    if not urlparse(remote).netloc:  # another path of this machine (or nothing): no better than the checkout
+        return ""
+    return requirement_of(f"git+{remote}@{commit}")
 
 
 def git_commit(folder: Path) -> str | None:
@@ -104,8 +177,8 @@ def git_commit(folder: Path) -> str | None:
     return head.stdout.strip() or None
 
 
-def installed_requirement() -> str:
-    """`install_requirement` of the llmval that runs now."""
+def installed_source() -> InstallSource:
+    """`install_source` of the llmval that runs now."""
     try:
         text = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
     except metadata.PackageNotFoundError:
@@ -114,7 +187,12 @@ def installed_requirement() -> str:
         direct_url = json.loads(text) if text else None
     except json.JSONDecodeError:
         direct_url = None
-    return install_requirement(direct_url if isinstance(direct_url, dict) else None, __version__)
+    return install_source(direct_url if isinstance(direct_url, dict) else None, __version__)
+
+
+def installed_requirement() -> str:
+    """`install_requirement` of the llmval that runs now."""
+    return installed_source().requirement
 
 
 def pytest_config_of(folder: Path) -> Path | None:
@@ -139,14 +217,18 @@ def pytest_config_of(folder: Path) -> Path | None:
     return None
 
 
-def render(template: str, platform: str, folder: Path, install: str = "") -> str:
-    """One template filled in (`$name`, `$engine`, `$model`, `$base_url`, `$install`; GitHub's `${{ }}` kept). No
-    absolute path of `folder` goes in: the files are committed and used on other machines."""
+def render(template: str, platform: str, folder: Path, install: InstallSource | None = None) -> str:
+    """One template filled in (`$name`, `$engine`, `$engines` (the registry's kinds: the choices the inventory
+    takes), `$model`, `$base_url`, `$install`, `$install_note`; GitHub's `${{ }}` kept). No absolute path of
+    `folder` goes in: the files are committed and used on other machines."""
     chosen = PLATFORMS[platform]
+    install = install or installed_source()
     text = (resources.files("llmval") / "templates" / template).read_text(encoding="utf-8")
     return string.Template(text).safe_substitute(name=deployment_name(folder), engine=chosen.engine,
+                                                 engines=" | ".join(PLATFORMS),
                                                  model=chosen.model, base_url=chosen.base_url,
-                                                 install=shlex.quote(install or installed_requirement()))
+                                                 install=shlex.quote(install.requirement),
+                                                 install_note=install.note())
 
 
 def scaffold(folder: Path, platform: str) -> list[Path]:
@@ -161,7 +243,7 @@ def scaffold(folder: Path, platform: str) -> list[Path]:
     existing = [str(p) for p in targets if p.exists()]
     if existing:
         raise InitRefused(f"llmval init never overwrites: {', '.join(existing)} already exist(s)")
-    install = installed_requirement()
+    install = installed_source()
     for path, template in targets.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render(template, platform, folder, install), encoding="utf-8")

@@ -1,7 +1,7 @@
 """`python -m llmval check-inventory FILE...` validates inventories with the same validation pytest runs
 (exit 0: all valid; 4: an invalid one, as pytest's usage error); `python -m llmval schema` prints the
 inventory's JSON Schema (committed as inventories/inventory.schema.json for editors); `python -m llmval bench`
-calibrates the perf instruments (`--calibrated`, `--ceiling`); `llmval init DIR --platform P` scaffolds an ops
+calibrates the perf instruments (`--calibrated`, `--ceiling`); `llmval init DIR --engine E` scaffolds an ops
 repo; `llmval snapshot --inventory X [--replay DIR]... [--out FILE]` writes what the deployment shows as an
 inventory and prints the diff against X."""
 
@@ -23,7 +23,7 @@ from ..inventory import MAX_INVENTORY_BYTES, inventory_json_schema, load_invento
 
 CONTRACT_HELP = """\
 the contract itself runs under pytest (this command only prepares and inspects):
-  llmval init . --platform vllm               # inventory.toml, pytest.ini (llmval_inventory), CI, systemd
+  llmval init . --engine vllm                 # inventory.toml, pytest.ini (llmval_inventory), CI, systemd
   pytest                                      # your tests and the whole contract (pytest.ini names the inventory)
   pytest -m smoke --wait-ready=300            # the after-reboot checks, once the stack answers
   pytest --inventory=inventory.toml -m smoke  # without the ini setting (write the path with '=')
@@ -67,7 +67,10 @@ def main(argv: list[str] | None = None) -> int:
                       help="let --out replace an existing file (kept beside it as FILE.bak-<UTC time>)")
     init = commands.add_parser("init", help="scaffold an ops repo: inventory, CI workflow, systemd smoke timer")
     init.add_argument("dir", nargs="?", default=".", help="the folder to write into (default: here)")
-    init.add_argument("--platform", required=True, choices=list(ADAPTERS), help="the engine served")
+    init.add_argument("--engine", choices=list(ADAPTERS), help="the engine served (required)")
+    # `--platform` was this option's first name; in the inventory `platform` groups hosts, so the option is
+    # --engine, and the old name still works (with a note) for the scripts written against it
+    init.add_argument("--platform", dest="engine_as_platform", choices=list(ADAPTERS), help=argparse.SUPPRESS)
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # its own parser (`python -m llmval bench --help`)
         from ..bench import main as bench_main
@@ -98,19 +101,30 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from .init import INI_SETTING, InitRefused, installed_requirement, pytest_config_of, scaffold
+    from .init import INI_SETTING, InitRefused, installed_source, pytest_config_of, scaffold
 
+    engine = args.engine or args.engine_as_platform
+    if engine is None or (args.engine and args.engine_as_platform and args.engine != args.engine_as_platform):
+        print(f"llmval init: name the engine served: --engine {{{','.join(ADAPTERS)}}}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    if args.engine_as_platform:
+        print("llmval init: --platform is now --engine (an inventory's `platform` is a group of hosts)",
+              file=sys.stderr)
+    own = pytest_config_of(Path(args.dir))  # before writing: the pytest.ini init writes is not the folder's own
     try:
-        written = scaffold(Path(args.dir), args.platform)
+        written = scaffold(Path(args.dir), engine)
     except (InitRefused, OSError) as error:
         print(f"llmval init: {error}", file=sys.stderr)
         return int(pytest.ExitCode.USAGE_ERROR)
     for path in written:
         print(f"wrote {path}")
-    if (own := pytest_config_of(Path(args.dir))) is not None:
+    if own is not None:
         print(f"{own} is this folder's pytest configuration: add `{INI_SETTING}` to its pytest section, so that "
               "every pytest run here runs the contract")
-    print(f"llmval installs in CI and the unit as: pip install {shlex.quote(installed_requirement())}")
+    source = installed_source()
+    print(f"llmval installs in CI and the unit as: pip install {shlex.quote(source.requirement)}")
+    if source.local_path is not None:
+        print(f"note: that line {source.note()}")
     print(f"next: edit {written[0]}, then `llmval check-inventory {written[0]}` and "
           f"`llmval snapshot --inventory {written[0]}` to see what the deployment says; `pytest` runs it")
     return 0

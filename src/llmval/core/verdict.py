@@ -146,6 +146,21 @@ def could_not_check(target: str, check: str, error: BaseException, *, depends_on
                    paths=tuple(paths))
 
 
+CLOCK_UNITS = frozenset({"ns", "us", "µs", "ms", "s", "min", "h"})
+"""Units of a time measured by this run's clock; a rate per one of them (`tok/s`, `req/s`) is one too."""
+NOT_MEASURED_IN_A_REPLAY = "not measured: a replay answers at its own pace, it has no timing of the deployment"
+
+
+def is_timing(unit: str) -> bool:
+    """Whether a value in `unit` is a time or a rate over time: what a replay cannot measure.
+
+    >>> [is_timing(u) for u in ("ms", "tok/s", "tokens/step", "fraction", "")]
+    [True, True, False, False, False]
+    """
+    unit = unit.strip()
+    return unit in CLOCK_UNITS or ("/" in unit and unit.rpartition("/")[2] in CLOCK_UNITS)
+
+
 def make_measured(target: object, name: str, value: float | int | str, unit: str = "") -> Measured:
     """A measured value with its text redacted once (a version string or a label can quote what a server said)."""
     return Measured(target=redact(str(target)), name=redact(name), value=redact(value) if isinstance(value, str)

@@ -59,7 +59,7 @@ def _registry() -> dict[str, type[EngineAdapter]]:
 
 
 # The registry: one entry per engine, in detection order. The inventory's `engine =` choices, its JSON schema,
-# `llmval init --platform` and the CLI's choices are its kinds (selftest/engines/test_registry.py).
+# `llmval init --engine` and the CLI's choices are its kinds (selftest/engines/test_registry.py).
 ADAPTERS: dict[str, type[EngineAdapter]] = _registry()
 use_engine_registry(ADAPTERS)
 

@@ -201,7 +201,7 @@ class EngineAdapter:
 
     kind: ClassVar[str] = "openai"
     """The inventory's `engine =` value (the registry `llmval.engines.ADAPTERS` is keyed by it: the inventory's
-    choices, `llmval init --platform` and its templates derive from it)."""
+    choices, `llmval init --engine` and its templates derive from it)."""
     default_port: ClassVar[int] = 8000
     """The port the engine's server listens on unless told otherwise (`llmval init` writes it)."""
     has_version: ClassVar[bool] = False
@@ -224,6 +224,29 @@ class EngineAdapter:
         "the engine answered finish_reason \"abort\": it stopped the generation itself; read the server log at the "
         "request's time for the reason it gives")
     """What an answer's finish_reason "abort" means on this engine and where its owner looks (tool-call verdicts)."""
+    speculative_algorithms: ClassVar[frozenset[str] | None] = None
+    """The speculative algorithms the engine reports (`speculative()["algorithm"]`, what an inventory declares as
+    `expect.speculative.algorithm`); None: not known, any name is taken."""
+    speculative_reported_as: ClassVar[dict[str, str]] = {}
+    """A name the engine takes at launch but reports as another (SGLang: NEXTN is reported as EAGLE)."""
+
+    @classmethod
+    def reports_speculative_algorithm(cls, algorithm: str) -> bool:
+        """Whether this engine can report `algorithm` (`speculative_algorithms`; every name where not known)."""
+        return cls.speculative_algorithms is None or algorithm in cls.speculative_algorithms
+
+    @classmethod
+    def speculative_algorithm_problem(cls, algorithm: str) -> str | None:
+        """Why an inventory's `expect.speculative.algorithm` can never be what this engine reports, else None (the
+        inventory refuses it at load: the check would fail on every healthy server)."""
+        if cls.reports_speculative_algorithm(algorithm):
+            return None
+        if (reported := cls.speculative_reported_as.get(algorithm)) is not None:
+            return f"{cls.kind} reports {algorithm} as {reported}: declare {reported!r}"
+        known = sorted(cls.speculative_algorithms or ())
+        near = [name for name in known if name.lower() == algorithm.lower()]
+        meant = f"; did you mean {near[0]!r}?" if near else ""
+        return f"{cls.kind} has no speculative algorithm {algorithm!r}{meant} ({cls.kind} reports one of {known})"
 
     def __init__(self, spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
                  state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None):

@@ -88,6 +88,10 @@ class SglangAdapter(EngineAdapter):
         "refuses): set model_max_length in the model's tokenizer_config.json")
     thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
     honours_ignore_eos = True
+    # `--speculative-algorithm` choices of SGLang 0.5.10-0.5.17 (server_args.py): EAGLE, EAGLE3, NEXTN, STANDALONE,
+    # NGRAM; `_handle_speculative_decoding` rewrites NEXTN to EAGLE, so /server_info never says NEXTN.
+    speculative_algorithms = frozenset({"EAGLE", "EAGLE3", "STANDALONE", "NGRAM"})
+    speculative_reported_as = {"NEXTN": "EAGLE"}
     identity_info_paths = SERVER_INFO_PATHS
     # SGLang 0.5.17 answers a 200 with finish_reason "abort" (FINISH_ABORT without a status code) when the
     # grammar rejects the token the model sampled: scheduler_components/batch_result_processor.py logs

@@ -73,6 +73,15 @@ class VllmAdapter(EngineAdapter):
                        re.compile(r"upper bound for (\d+) input tokens"))
     thinking_off = {"chat_template_kwargs": {"enable_thinking": False}}
     honours_ignore_eos = True
+    # `speculative_config.method` as vLLM takes it (vllm/config/speculative.py `SpeculativeMethod`, 0.17-0.24):
+    # the adapter reads the method as given in the startup log's non-default args. vLLM adds an MTP model type
+    # (`<model>_mtp`) in most releases, so any `*_mtp` is taken.
+    speculative_algorithms = frozenset({"ngram", "ngram_gpu", "medusa", "mlp_speculator", "draft_model", "suffix",
+                                        "eagle", "eagle3", "extract_hidden_states", "dflash", "mtp"})
+
+    @classmethod
+    def reports_speculative_algorithm(cls, algorithm: str) -> bool:
+        return algorithm in (cls.speculative_algorithms or ()) or re.fullmatch(r"[a-z0-9_]+_mtp", algorithm) is not None
 
     @classmethod
     def detect(cls, adapter: EngineAdapter, owners: list[str]) -> Fact | None:

@@ -17,7 +17,8 @@ from ..core.errors import InventoryError
 from ..core.files import read_regular
 from ._base import JudgedBy, Scaled, Spec, judged_by, scaled
 from ._checks import raw_problems
-from ._engines import engine_kinds, use_engine_registry
+from ._engines import engine_kinds, speculative_algorithm_problem, use_engine_registry
+from ._where import loc_of, meant_key, with_line
 from .accuracy import AgenticSpec, NiahSpec
 from .hosts import (
     DockerTransport,
@@ -151,6 +152,9 @@ def reference_problems(inv: Inventory) -> list[tuple[str, str]]:
                              "`launch` needs a [[launch.start]] step with background = true"))
         if ep.logs is not None and ep.host is None:
             problems.append((where("endpoints", index, ep.name, "logs"), "needs `host` (where the log is read)"))
+        speculative = ep.expect.speculative if ep.expect is not None else None
+        if speculative is not None and (why := speculative_algorithm_problem(ep.engine, speculative.algorithm)):
+            problems.append((where("endpoints", index, ep.name, "expect.speculative.algorithm"), why))
     for section, gates in (("perf", inv.perf), ("niah", inv.niah), ("agentic", getattr(inv, "agentic", []))):
         for index, gate in enumerate(gates):
             if gate.endpoint not in endpoints:
@@ -264,12 +268,18 @@ def _key_path(loc: tuple[int | str, ...], data: object) -> str:
     return "".join(parts)
 
 
-def _problems(error: ValidationError, data: object) -> list[tuple[str, str]]:
+def _problems(error: ValidationError, data: object, text: str | None = None) -> list[tuple[str, str]]:
+    """pydantic's errors as (key path, reason), each key path with its line where the TOML text is known; an
+    unknown key names the key it most likely meant."""
     problems = []
+    schema: dict | None = None
     for err in error.errors(include_url=False):
         reason = err["msg"]
         if err["type"] == "extra_forbidden":
-            reason = f"unknown key (check its spelling; see {shipped_inventories() / SCHEMA_FILE})"
+            schema = schema or Inventory.model_json_schema(by_alias=True)
+            meant = meant_key(schema, tuple(err["loc"]))
+            reason = (f"unknown key: did you mean {meant}?" if meant else
+                      f"unknown key (check its spelling; see {shipped_inventories() / SCHEMA_FILE})")
         elif err["type"] == "missing":
             reason = "required key is missing"
         elif err["type"] == "value_error":
@@ -277,22 +287,23 @@ def _problems(error: ValidationError, data: object) -> list[tuple[str, str]]:
         elif isinstance(value := err.get("input"), str | int | float) and str(value) not in reason:
             shown = repr(value if not isinstance(value, str) or len(value) <= 80 else value[:80] + "…")
             reason = f"{reason} (got {shown})"
-        problems.append((_key_path(err["loc"], data), reason))
+        problems.append((_key_path(err["loc"], data), with_line(reason, text, tuple(err["loc"]))))
     return problems
 
 
-def parse_inventory(data: dict, source: str = "<inventory>") -> Inventory:
-    """Validate already-parsed inventory data; raise InventoryError naming `source` and key paths."""
+def parse_inventory(data: dict, source: str = "<inventory>", text: str | None = None) -> Inventory:
+    """Validate already-parsed inventory data; raise InventoryError naming `source` and key paths (with their
+    lines, where `text`, the TOML it was read from, is given)."""
     if problems := raw_problems(data, _key_path):
         raise InventoryError(source, problems)
     try:
         inventory = Inventory.model_validate(data, context={"references": "deferred"})
     except ValidationError as error:
-        raise InventoryError(source, _problems(error, data)) from None
+        raise InventoryError(source, _problems(error, data, text)) from None
     except RecursionError:
         raise InventoryError(source, [("", "nested too deeply")]) from None
     if problems := reference_problems(inventory):
-        raise InventoryError(source, problems)
+        raise InventoryError(source, [(where, with_line(reason, text, loc_of(where))) for where, reason in problems])
     return inventory
 
 
@@ -319,7 +330,7 @@ def load_inventory(path: str | Path) -> Inventory:
         raise InventoryError(str(path), [("", f"malformed TOML: {error}")]) from None
     except RecursionError:
         raise InventoryError(str(path), [("", "malformed TOML: nested too deeply")]) from None
-    return parse_inventory(data, str(path))
+    return parse_inventory(data, str(path), text)
 
 
 def inventory_json_schema() -> str:

@@ -30,6 +30,15 @@ def engine_kinds() -> list[str]:
     return list(_registry)
 
 
+def speculative_algorithm_problem(engine: str, algorithm: str) -> str | None:
+    """Why `engine` can never report the speculative `algorithm` (its adapter's
+    `speculative_algorithm_problem`), else None."""
+    if _registry is None or engine not in _registry:
+        return None
+    judge = getattr(_registry[engine], "speculative_algorithm_problem", None)
+    return judge(algorithm) if callable(judge) else None
+
+
 def _known(value: str) -> str:
     kinds = engine_kinds()
     if value not in kinds:

@@ -50,11 +50,14 @@ class StreamChunking:
         """Drafts were accepted (more than one token per chunk on average) and no more than one step allows."""
         return 1.0 < self.tokens_per_chunk <= self.max_tokens_per_step
 
-    def describe(self) -> str:
-        return (f"{self.tokens} tokens in {self.chunks} chunks = {self.tokens_per_chunk:.2f} tokens/chunk "
-                f"(<= {self.max_tokens_per_step} per step); TPOT {self.tpot_ms:.1f} ms -> {self.decode_tok_s:.1f} "
-                f"tok/s; median per-chunk ITL {self.median_itl_ms:.1f} ms -> {self.decode_tok_s_by_itl:.1f} "
-                f"'tok/s' if ITL were per token")
+    def describe(self, *, timed: bool = True) -> str:
+        """The chunking in words; with `timed`, its TPOT and ITL too (a replayed stream has none worth saying)."""
+        shape = (f"{self.tokens} tokens in {self.chunks} chunks = {self.tokens_per_chunk:.2f} tokens/chunk "
+                 f"(<= {self.max_tokens_per_step} per step)")
+        if not timed:
+            return f"{shape}; no timing (replayed)"
+        return (f"{shape}; TPOT {self.tpot_ms:.1f} ms -> {self.decode_tok_s:.1f} tok/s; median per-chunk ITL "
+                f"{self.median_itl_ms:.1f} ms -> {self.decode_tok_s_by_itl:.1f} 'tok/s' if ITL were per token")
 
 
 def stream_chunking(record: RequestRecord, *, num_speculative_tokens: int, what: str = "stream") -> StreamChunking:

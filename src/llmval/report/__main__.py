@@ -8,12 +8,13 @@ Exit status 0 when the run was green, 1 when red, 2 when it cannot render (the c
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import sys
 from pathlib import Path
 
 from ..core.errors import LlmvalError
 from ..inventory import load_inventory
-from .files import write_report
+from .files import plots_written_since, write_report
 from .html import render_html
 from .results import RESULTS_FILE, history_files, load_results, parse_results
 from .status import build_status, render_markdown
@@ -33,7 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     except LlmvalError as error:
         print(f"llmval.report: cannot render: {error}", file=sys.stderr)
         return 2
-    plots = sorted(p.name for p in args.reports_dir.glob("*.png"))
+    try:  # the run's own plots: written since it started
+        plots = plots_written_since(args.reports_dir, dt.datetime.fromisoformat(results.started))
+    except ValueError:
+        plots = []
     doc = build_status(results, inventory, previous=previous,
                        previous_name=f"history/{earlier[-1].name}" if earlier else None, plots=plots)
     try:

@@ -23,6 +23,7 @@ The suite often runs as root, and the reports folder may be shared: a `status.md
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import tempfile
 from collections.abc import Iterable
@@ -101,3 +102,17 @@ def unlink_planted_link(path: Path) -> None:
     path = Path(path)
     if path.is_symlink():
         path.unlink()
+
+
+def plots_written_since(folder: Path, started: dt.datetime) -> list[str]:
+    """The names of the plots (`*.png`, regular files) in `folder` written since `started`: the run's own, not an
+    earlier run's NIAH or agentic heatmap left in the folder (issue 46.3)."""
+    folder, since_ns = Path(folder), int(started.timestamp() * 1e9)
+    if not folder.is_dir():
+        return []
+    plots = []
+    for path in folder.glob("*.png"):
+        with contextlib.suppress(OSError):
+            if not path.is_symlink() and path.is_file() and path.stat().st_mtime_ns >= since_ns:
+                plots.append(path.name)
+    return sorted(plots)

@@ -266,13 +266,18 @@ PREVIOUS_SCAN = 200
 between nightly ones)."""
 
 
-def previous_results(reports_dir: Path, deployment: str, scope: RunScope | None = None) -> tuple[Path, dict] | None:
+def previous_results(reports_dir: Path, deployment: str, scope: RunScope | None = None, *,
+                     replayed: bool | None = None) -> tuple[Path, dict] | None:
     """The latest readable past results of `deployment` (call before writing this run's), or None; with
-    `scope`, the latest of that scope (a partial one: of the same selection)."""
+    `scope`, the latest of that scope (a partial one: of the same selection); with `replayed`, only replays
+    (True) or only live runs (False): a live run is compared with live runs (a history written before replays
+    went to reports/replay/ may hold them)."""
     for path in list(reversed(history_files(reports_dir, deployment)))[:PREVIOUS_SCAN]:
         try:
             document = load_results(path)
         except LlmvalError:
+            continue
+        if replayed is not None and (document.get("mode") == "replay") != replayed:
             continue
         if scope is None or scope_of_document(document) == scope:
             return path, document

@@ -7,6 +7,10 @@ of a declared scope: `nightly` (the whole contract: all of it collected, no `-m`
 line ("partial: -k kv_cache") and writes its own record under `reports/partial/`, so it never replaces the last
 full status or enters the history as a full run.
 
+A `--replay` run judges a recording, not the deployment as it is now: whatever its scope, its status and history
+go under `reports/replay/` (`record_dir`), so a replayed GREEN (the README's first run) never becomes the
+deployment's status, and the next live run is compared with the last live one, never with a replay.
+
 A `-m` is judged by what it selects of the contract, where every test is marked `llmval` and `nightly`: `-m "smoke
 or not llmval"` (the smoke checks and the ops repo's own tests, as `llmval init`'s CI runs them) is the smoke scope,
 `-m "nightly or not llmval"` the whole contract (`on_the_contract`).
@@ -26,6 +30,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 SCOPES = {"": "nightly", "nightly": "nightly", "smoke": "smoke"}
 """The declared scopes, by `-m` expression: each keeps the deployment's status (the history keeps each apart)."""
@@ -36,6 +41,8 @@ MAX_FREE_MARKERS = 10
 PARTIAL = "partial"
 PARTIAL_DIR = "partial"
 """Where a partial run's record goes, under the reports folder."""
+REPLAY_DIR = "replay"
+"""Where a replay's record goes, under the reports folder (a partial replay's: under its `partial/`)."""
 
 
 @dataclass(frozen=True)
@@ -194,3 +201,14 @@ def scope_of_document(document: dict) -> RunScope:
     name = document.get("scope")
     return recorded_scope(name if isinstance(name, str) else "", str(document.get("selection") or ""),
                           str(document.get("markexpr") or ""))
+
+
+def record_dir(reports_dir: Path, scope: RunScope, *, replayed: bool) -> Path:
+    """Where a run's status, report.html and history go: the reports folder for a live run of a declared scope
+    (the deployment's status), `partial/` for a live partial run, `replay/` (`replay/partial/`) for a replay.
+
+    >>> [str(record_dir(Path("reports"), s, replayed=r)) for s in (FULL, RunScope(PARTIAL, "-k x")) for r in (0, 1)]
+    ['reports', 'reports/replay', 'reports/partial', 'reports/replay/partial']
+    """
+    folder = Path(reports_dir) / REPLAY_DIR if replayed else Path(reports_dir)
+    return folder / PARTIAL_DIR if scope.is_partial else folder
