@@ -18,6 +18,8 @@ HOST = "gpu-node-01"
 STARTS = [dt.datetime(2026, 12, 1, 2, 17, tzinfo=dt.UTC) + dt.timedelta(days=n) for n in range(3)]
 DECODE = [41.8, 36.2, 42.4]
 """tok/s at C=1, against a gate of at least 40: the second night below it."""
+TTFT_P99 = [612.0, 655.5, 640.2]
+"""ms at C=4, against a gate of at most 900: always within it."""
 
 
 def verdict(target: str, check: str, held: bool, *, expected: str = "", observed: str = "",
@@ -43,6 +45,10 @@ def night(n: int, *, scope: str = "nightly", extra_target: str = ENDPOINT) -> Ru
                    verdicts=[verdict(ENDPOINT, "perf.decode.tok_s_c1", not broken, expected=">= 40 tok/s",
                                      observed=f"{DECODE[n]:.2f} tok/s")],
                    measured=[Measured(target=ENDPOINT, name="decode_tok_s_c1", value=DECODE[n], unit="tok/s")]),
+        TestResult(nodeid=f"tests/perf/test_latency.py::test_ttft_p99_within_gate[{ENDPOINT}]", outcome="passed",
+                   verdicts=[verdict(ENDPOINT, "perf.latency.ttft_p99_ms", True, expected="<= 900 ms at C=4",
+                                     observed=f"{TTFT_P99[n]:.1f} ms at C=4")],
+                   measured=[Measured(target=ENDPOINT, name="ttft_p99_ms_c4", value=TTFT_P99[n], unit="ms")]),
     ]
     if broken:  # and a check that could not be made, judged in no other run
         tests.append(TestResult(nodeid=f"tests/hosts/test_model_files.py::test_model_files_identical[{HOST}]",
