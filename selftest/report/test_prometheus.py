@@ -24,9 +24,10 @@ pytest_plugins = ["pytester"]
 
 
 def samples(path) -> dict[tuple[str, frozenset], float]:
-    """Every sample of the textfile at `path`, by (metric, labels), as prometheus_client parses it."""
+    """Every sample of the textfile at `path`, by (metric, labels), as prometheus_client parses it (bytes decoded:
+    read_text would turn a `\\r` inside a label value into a line break)."""
     return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(path.read_text()) for s in family.samples}
+            for family in text_string_to_metric_families(path.read_bytes().decode()) for s in family.samples}
 
 
 def value(found: dict, metric: str, **labels: str) -> float | None:
@@ -234,3 +235,21 @@ def test_the_ini_setting_is_read_relative_to_the_ini_file(pytester):
                           timeout=300)
     assert result.ret == 0, result.stdout.str()[-2000:]
     assert value(samples(pytester.path / "collector" / "llmval.prom"), "llmval_run_exit_status") == 0
+
+
+def test_a_label_value_that_reads_like_a_pair_keeps_its_series(tmp_path):
+    """A run of a declared scope leaves its own old lines unparsed (`others_lines`): a partial run's selection that
+    spells this deployment's and scope's pairs inside its value is still another run's series, kept."""
+    textfile = tmp_path / "llmval.prom"
+    tricky = f'-k \'x,deployment="{DEPLOYMENT}",\rscope="smoke"\' {{deployment="{DEPLOYMENT}"'
+    partial = night(1, scope="partial").model_copy(update={"selection": tricky})
+    write_textfile(textfile, partial.model_copy(update={"deployment": 'odd"\\name\n'}))
+    write_textfile(textfile, partial)
+    write_textfile(textfile, night(0, scope="smoke"))
+    found = samples(textfile)
+    shown = tricky.replace("\r", "\\r")  # a control character is written as its escape, as in every report
+    assert value(found, "llmval_run_selection", deployment=DEPLOYMENT, scope="partial", selection=shown) == 1
+    assert value(found, "llmval_run_exit_status", deployment='odd"\\name\n', scope="partial") == 1
+    assert value(found, "llmval_run_exit_status", deployment=DEPLOYMENT, scope="smoke") == 0
+    write_textfile(textfile, night(1, scope="smoke"))  # and its own are replaced, not doubled
+    assert value(samples(textfile), "llmval_run_exit_status", deployment=DEPLOYMENT, scope="smoke") == 1

@@ -30,12 +30,13 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.contract import redact
+from ..core.contract import redact, visible
 from ..core.errors import LlmvalError
 from ..core.files import read_regular_text
 from ..core.verdict import Cause
 from .files import write_bytes
 from .results import RunResults
+from .scope import PARTIAL
 from .series import CAUSE_ORDER, OUTCOMES, check_states, figures
 
 HELP = {
@@ -84,8 +85,8 @@ def run_series(results: RunResults) -> list[Series]:
     base = (("deployment", results.deployment), ("scope", results.scope or "nightly"))
     out: list[Series] = []
 
-    def add(metric: str, value: float, **labels: str) -> None:
-        out.append((metric, tuple(sorted((*base, *labels.items()))), float(value)))
+    def add(metric: str, value: float, **labels: str) -> None:  # control characters as escapes, as in every report
+        out.append((metric, tuple(sorted((*base, *((k, visible(v)) for k, v in labels.items())))), float(value)))
 
     for (check, target), cause in check_states(results).items():
         add("llmval_check_ok", cause == Cause.HELD, check=check, target=target)
@@ -130,12 +131,28 @@ def kept_series(existing: list[Series], results: RunResults, mine: list[Series])
         named = dict(labels)
         if named.get("deployment") != deployment or named.get("scope") != scope:
             kept.append((metric, labels, value))
-        elif scope == "partial" and metric in (*PER_CHECK, *PER_FIGURE):
+        elif scope == PARTIAL and metric in (*PER_CHECK, *PER_FIGURE):
             plain = tuple(kv for kv in labels if kv[0] != "cause" and kv[0] != "op")
             family = "llmval_check_ok" if metric in PER_CHECK else "llmval_measurement"
             if (family, plain) not in judged:
                 kept.append((metric, labels, value))
     return kept
+
+
+def others_lines(text: str, deployment: str, scope: str) -> str:
+    """`text` without the sample lines of `deployment` and `scope`, which a run of that scope (not a partial one)
+    replaces whole: only the rest needs prometheus_client's parser (2.0 s for a 256-host smoke's 20,500 series on 2
+    busy cores; a file that holds one deployment's one scope then parses nothing). A label pair is matched only as
+    the exposition writes one, `{name="value"` or `,name="value"` with the value escaped: inside another label's
+    value a `"` is written `\\"`, so no value can look like a pair."""
+    pairs = [f'deployment="{_escaped(deployment)}"', f'scope="{_escaped(scope)}"']
+    return "\n".join(line for line in text.split("\n")  # the exposition's one line break (a value may hold \r)
+                     if not all(f"{{{pair}" in line or f",{pair}" in line for pair in pairs))
+
+
+def _escaped(value: str) -> str:
+    """A label value as the text exposition writes it (prometheus_client's escaping)."""
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
 
 
 def parse_textfile(text: str) -> list[Series]:
@@ -150,21 +167,23 @@ def parse_textfile(text: str) -> list[Series]:
     return out
 
 
-def exposition(results: RunResults, kept: list[Series] = ()) -> bytes:
-    """The text exposition of `results`' series and the `kept` ones of earlier runs (prometheus_client's)."""
+def exposition(results: RunResults, kept: list[Series] = (), series: list[Series] | None = None) -> bytes:
+    """The text exposition of `results`' series (`series`, where already made) and the `kept` ones of earlier runs
+    (prometheus_client's)."""
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.core import GaugeMetricFamily
 
-    samples = _unique([*kept, *run_series(results)])
+    by_metric: dict[str, list[Series]] = {}
+    for sample in _unique([*kept, *(run_series(results) if series is None else series)]):
+        by_metric.setdefault(sample[0], []).append(sample)
 
     class _Run:
         def collect(self):
             for metric, help_text in HELP.items():
-                family = GaugeMetricFamily(metric, help_text)
-                for name, labels, value in samples:
-                    if name == metric:
-                        family.add_sample(metric, dict(labels), value)
-                if family.samples:
+                if metric in by_metric:
+                    family = GaugeMetricFamily(metric, help_text)
+                    for name, labels, value in by_metric[metric]:
+                        family.add_sample(name, dict(labels), value)
                     yield family
 
     registry = CollectorRegistry(auto_describe=False)
@@ -193,15 +212,19 @@ def write_textfile(path: Path, results: RunResults) -> TextfileWritten:
     check_textfile_path(path)
     existing: list[Series] = []
     unreadable = ""
+    scope = results.scope or "nightly"
     if path.exists():
         try:
-            existing = parse_textfile(read_regular_text(path, MAX_TEXTFILE_BYTES))
+            text = read_regular_text(path, MAX_TEXTFILE_BYTES)
+            if scope != PARTIAL:  # its own series it replaces whole: left unparsed
+                text = others_lines(text, results.deployment, scope)
+            existing = parse_textfile(text)
         except (OSError, UnicodeDecodeError, ValueError) as error:
             unreadable = f"{type(error).__name__}: {error}"[:300]
     mine = run_series(results)
     kept = kept_series(existing, results, mine)
     try:
-        write_bytes(path, exposition(results, kept))
+        write_bytes(path, exposition(results, kept, mine))
     except LlmvalError as error:  # ReportsNotWritable, worded for the reports folder
         raise TextfileNotWritable(f"--prometheus-textfile {path}: {error}") from None
     return TextfileWritten(path, len(_unique([*kept, *mine])), len(kept), unreadable)
