@@ -253,3 +253,14 @@ def test_a_label_value_that_reads_like_a_pair_keeps_its_series(tmp_path):
     assert value(found, "llmval_run_exit_status", deployment=DEPLOYMENT, scope="smoke") == 0
     write_textfile(textfile, night(1, scope="smoke"))  # and its own are replaced, not doubled
     assert value(samples(textfile), "llmval_run_exit_status", deployment=DEPLOYMENT, scope="smoke") == 1
+
+
+def test_a_textfile_that_cannot_be_written_leaves_the_previous_one_and_says_why(tmp_path, monkeypatch):
+    textfile = tmp_path / "llmval.prom"
+    write_textfile(textfile, night(0))
+    before = textfile.read_bytes()
+    monkeypatch.setattr("os.replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(TextfileNotWritable, match=r"llmval.prom: the folder .* \(No space left on device\); the "
+                                                  r"previous llmval.prom is left as it was: pass a path"):
+        write_textfile(textfile, night(1))
+    assert textfile.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["llmval.prom"]

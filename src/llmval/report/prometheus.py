@@ -225,6 +225,8 @@ def write_textfile(path: Path, results: RunResults) -> TextfileWritten:
     kept = kept_series(existing, results, mine)
     try:
         write_bytes(path, exposition(results, kept, mine))
-    except LlmvalError as error:  # ReportsNotWritable, worded for the reports folder
-        raise TextfileNotWritable(f"--prometheus-textfile {path}: {error}") from None
+    except LlmvalError as error:  # ReportsNotWritable: its advice is the reports folder's (--reports), not this file's
+        why = str(error).split("; pass --reports", 1)[0].replace("the reports folder", "the folder")
+        raise TextfileNotWritable(f"--prometheus-textfile {path}: {why}: pass a path in a folder this user can "
+                                  "write") from None
     return TextfileWritten(path, len(_unique([*kept, *mine])), len(kept), unreadable)
