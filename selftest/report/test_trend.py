@@ -15,6 +15,7 @@ from llmval.__main__ import main
 from llmval.core.verdict import Cause
 from llmval.report.trend import flips, is_flaky
 from selftest.report.trend_runs import DEPLOYMENT, ENDPOINT, FLAKY_CHECK, night, write_nights
+from selftest.strategies import ROOT
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -122,3 +123,14 @@ def test_headless_chromium_shows_the_plots(trend_page, tmp_path):
     bare.mkdir()
     shutil.copy(out / "index.html", bare / "index.html")
     assert screenshot(bare / "index.html", tmp_path / "bare.png", chromium) == dict.fromkeys(PLOT_COLOURS, 0)
+
+
+def test_runs_written_by_an_older_suite_are_read(tmp_path, capsys):
+    """Two schema-2 results files (selftest/data/results, SYNTHESIZED), upgraded as the reports upgrade them."""
+    data = ROOT / "selftest" / "data" / "results"
+    assert main(["trend", str(data / "synth-kpro6-nightly-previous.json"), str(data / "synth-kpro6-nightly.json"),
+                 "--out", str(tmp_path / "t")]) == 0
+    assert "changed accuracy.niah.all_pass_up_to [kpro6-sglang]: 1 flip(s)" in capsys.readouterr().out
+    page = (tmp_path / "t" / "index.html").read_text()
+    # measured beside another figure (output_tok_s_c16) in one test: no gate is guessed for either
+    assert "<h3>decode_tok_s_c1 [kpro6-sglang]</h3><p>latest 277.4 tok/s; no gate stated beside it</p>" in page
