@@ -22,13 +22,17 @@ from .blockers import BlockerVerdict, judge, lifted_message, reference_problems,
 from .diff import Change, diff_runs, flatten, inventory_changes
 from .files import ReportsNotWritable
 from .html import render_html, status_fragment
+from .prometheus import TextfileNotWritable
 from .status import StatusDocument, build_status, by_test, evidence_paths, render_markdown
+from .trend import TrendRefused
 
 __all__ = [
     "BlockerVerdict",
     "Change",
     "ReportsNotWritable",
     "StatusDocument",
+    "TextfileNotWritable",
+    "TrendRefused",
     "build_status",
     "by_test",
     "diff_runs",
