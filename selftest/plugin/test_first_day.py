@@ -139,9 +139,14 @@ def test_the_generated_ci_command_runs_their_unmarked_tests_with_the_smoke_check
     workflow = (repo.path / ".github" / "workflows" / "llmval.yml").read_text()
     markexpr = re.search(r"\|\| '([^']+)' }}", workflow).group(1)  # the push job's
     command = re.search(r"run: \.venv/bin/pytest (.+)$", workflow, re.MULTILINE).group(1)
-    args = [a.replace("$MARKEXPR", markexpr) for a in shlex.split(command) if not a.startswith("--wait-ready")]
+    folder, name = re.search(r"PROMETHEUS_TEXTFILE: \$\{\{ vars\.LLMVAL_TEXTFILE_DIR \|\| '([^']+)' }}(\S+)",
+                             workflow).groups()  # without the repository variable: with the reports
+    args = [a.replace("$MARKEXPR", markexpr).replace("$PROMETHEUS_TEXTFILE", folder + name)
+            for a in shlex.split(command) if not a.startswith("--wait-ready")]
     run = _python_pytest(repo, *args, "--replay=rec")  # the CI step, replayed instead of waiting for the stack
     ids = _results(repo.path)
+    textfile = (repo.path / folder / name.lstrip("/")).read_text()  # issue 47: the run's series, GREEN
+    assert re.search(r'^llmval_run_exit_status\{deployment="[\w-]+",scope="smoke"\} 0\.0$', textfile, re.M), textfile
     assert run.returncode == 0 and ids["tests/test_plain.py::test_hostname_is_set[local]"] == "passed", _out(run)
     smoke = _python_pytest(repo, "-m", "smoke", "--replay=rec", "--collect-only", "-q").stdout
     assert {i for i in ids if i.startswith("llmval/")} == {line for line in smoke.splitlines()

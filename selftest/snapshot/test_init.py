@@ -43,9 +43,16 @@ def test_init_writes_a_valid_inventory_and_its_runners(platform, tmp_path, capsy
     assert "ExecStart=%f/.venv/bin/pytest --inventory=inventory.toml -m smoke --wait-ready=900" in service
     assert "WorkingDirectory=%f" in service and "PrivateTmp=yes" not in service
     assert "Unit=llmval-smoke@%i.service" in (folder / "systemd" / "llmval-smoke@.timer").read_text()
+    # issue 47: every run writes its Prometheus textfile into the collector's folder (overridable), a failure notifies
+    assert (f"--prometheus-textfile=${{LLMVAL_TEXTFILE_DIR}}/llmval-ops-{platform}.prom" in service
+            and "Environment=LLMVAL_TEXTFILE_DIR=/var/lib/prometheus/node-exporter" in service)
+    assert "\nOnFailure=llmval-notify@%n.service\n" in service
+    assert "ExecStart=" in (folder / "systemd" / "llmval-notify@.service").read_text()
     workflow = (folder / ".github" / "workflows" / "llmval.yml").read_text()
     assert "${{ github.run_id }}" in workflow and "$name" not in workflow
     assert "--inventory=inventory.toml" in workflow and "-m \"$MARKEXPR\"" in workflow
+    assert '--prometheus-textfile="$PROMETHEUS_TEXTFILE"' in workflow
+    assert "llmval trend --history=reports/history --out=reports/trend" in workflow
     install = shlex.quote(installed_requirement())  # as this llmval was installed (the package index lacks it)
     assert f"pip install -q {install}" in workflow and f"pip install {install}" in service
     assert (folder / "pytest.ini").read_text().splitlines()[-1] == "llmval_inventory = inventory.toml"
@@ -64,12 +71,16 @@ def test_the_template_units_resolve_to_the_repo_wherever_it_lives(repo, tmp_path
                               check=True).stdout.strip()
     units = tmp_path / "units"
     units.mkdir()
-    for template in ("llmval-smoke@.service", "llmval-smoke@.timer"):
+    for template in ("llmval-smoke@.service", "llmval-smoke@.timer", "llmval-notify@.service"):
         shutil.copy(tmp_path / "ops" / "systemd" / template, units / template)
-        os.symlink(template, units / template.replace("@", f"@{instance}"))
+    notify = f"llmval-notify@llmval-smoke@{instance}.service.service"  # as the smoke unit's OnFailure= names it
+    for template, unit in (("llmval-smoke@.service", f"llmval-smoke@{instance}.service"),
+                           ("llmval-smoke@.timer", f"llmval-smoke@{instance}.timer"),
+                           ("llmval-notify@.service", notify)):
+        os.symlink(template, units / unit)
     verify = subprocess.run(["systemd-analyze", "verify", "--man=no", str(units / f"llmval-smoke@{instance}.service"),
-                             str(units / f"llmval-smoke@{instance}.timer")], capture_output=True, text=True,
-                            timeout=60)
+                             str(units / f"llmval-smoke@{instance}.timer"), str(units / notify)],
+                            capture_output=True, text=True, timeout=60)
     problems = [line for line in (verify.stdout + verify.stderr).splitlines() if line.strip()]
     assert problems == [f"llmval-smoke@{instance}.service: Command {repo}/.venv/bin/pytest is not executable: "
                         "No such file or directory"], problems

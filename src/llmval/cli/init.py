@@ -4,7 +4,9 @@ Writes `inventory.toml` (a valid minimal inventory, every other key commented), 
 `llmval_inventory` setting, so a bare `pytest` runs the team's tests and the contract), `.github/workflows/llmval.yml`
 (smoke on push, the full contract nightly, from a self-hosted runner) and `systemd/llmval-smoke@.{service,timer}`
 (smoke after every boot, waiting for the stack with `--wait-ready`; template units whose instance is the repo's
-path, so nothing of the writing machine is hard-coded). It never overwrites a file: where the folder already has a
+path, so nothing of the writing machine is hard-coded), each run writing its Prometheus textfile
+(`--prometheus-textfile`, into node_exporter's textfile folder) and, when it fails, starting
+`systemd/llmval-notify@.service` (its `OnFailure=`). It never overwrites a file: where the folder already has a
 pytest configuration, it says which line to add there instead of writing pytest.ini.
 
 The workflow and the unit install llmval as this llmval was installed, pinned (`install_requirement`, from the
@@ -62,6 +64,7 @@ FILES: dict[str, str] = {
     ".github/workflows/llmval.yml": "workflow.yml",
     "systemd/llmval-smoke@.service": "llmval-smoke@.service",
     "systemd/llmval-smoke@.timer": "llmval-smoke@.timer",
+    "systemd/llmval-notify@.service": "llmval-notify@.service",
 }
 """Written path (relative to DIR) -> template (package data `llmval/templates/`)."""
 INI_SETTING = "llmval_inventory = inventory.toml"

@@ -3,7 +3,8 @@
 inventory's JSON Schema (committed as inventories/inventory.schema.json for editors); `python -m llmval bench`
 calibrates the perf instruments (`--calibrated`, `--ceiling`); `llmval init DIR --engine E` scaffolds an ops
 repo; `llmval snapshot --inventory X [--replay DIR]... [--out FILE]` writes what the deployment shows as an
-inventory and prints the diff against X."""
+inventory and prints the diff against X; `llmval trend RESULTS... [--history DIR] [--out DIR]` draws the runs'
+history as one HTML page (exit 4: a results file it cannot read)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     # `--platform` was this option's first name; in the inventory `platform` groups hosts, so the option is
     # --engine, and the old name still works (with a note) for the scripts written against it
     init.add_argument("--platform", dest="engine_as_platform", choices=list(ADAPTERS), help=argparse.SUPPRESS)
+    trend = commands.add_parser("trend", help="the deployment's history as one HTML page with plots (from results "
+                                              "files)")
+    trend.add_argument("results", nargs="*", metavar="RESULTS",
+                       help="results files of the runs (reports/history/results-*.json, results.json)")
+    trend.add_argument("--history", default=None, metavar="DIR",
+                       help="also every results-*.json in DIR (reports/history)")
+    trend.add_argument("--out", default="reports/trend", metavar="DIR",
+                       help="where index.html and its plots go (default: reports/trend)")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # its own parser (`python -m llmval bench --help`)
         from ..bench import main as bench_main
@@ -84,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         return _snapshot(args)
     if args.command == "init":
         return _init(args)
+    if args.command == "trend":
+        return _trend(args)
     status = 0
     for path in args.paths:
         try:
@@ -127,6 +138,23 @@ def _init(args: argparse.Namespace) -> int:
         print(f"note: that line {source.note()}")
     print(f"next: edit {written[0]}, then `llmval check-inventory {written[0]}` and "
           f"`llmval snapshot --inventory {written[0]}` to see what the deployment says; `pytest` runs it")
+    return 0
+
+
+def _trend(args: argparse.Namespace) -> int:
+    from ..core.errors import LlmvalError
+    from ..report.trend import read_runs, write_trend
+
+    try:
+        runs = read_runs([Path(p) for p in args.results], Path(args.history) if args.history else None)
+        page = write_trend(runs, Path(args.out))
+    except LlmvalError as error:  # an unreadable or newer results file, runs of two deployments, no folder
+        print(f"llmval trend: {error}", file=sys.stderr)
+        return int(pytest.ExitCode.USAGE_ERROR)
+    print(f"wrote {page.path} ({len(runs)} runs, {len(page.plots)} plots)")
+    for history in page.flipped:
+        word = "FLAKY" if history.is_flaky else "changed"
+        print(f"  {word} {history.check} [{history.target}]: {history.flips} flip(s)")
     return 0
 
 

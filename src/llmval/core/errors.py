@@ -31,6 +31,8 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      ├── RecordingError      a --replay folder is not a recording (file, line, reason): bad line, not a regular
      │                       file, over the size cap, a command off the read-only allow-list, two that disagree
      ├── ReportsNotWritable  (llmval.report) the reports folder (or a report in it) cannot be written
+     ├── TextfileNotWritable (llmval.report) the --prometheus-textfile cannot be written (no such folder, no .prom)
+     ├── TrendRefused        (llmval.report) `llmval trend` cannot read a results file, or they are of two deployments
      ├── UnsafeArgument      (llmval.io.command) a value would read as an option or break a read-only command
      ├── NotReady            a stack did not become ready (what, deadline, last observation)
      │    ├── Crashed            (llmval.launch) our process exited, the unit failed, the container exited

@@ -11,6 +11,8 @@ their message text; the pytest glue is fixtures/reporting.py and fixtures/blocke
     diff_runs(previous, current) -> [Change]   # "Changed since last run"
     judge(blockers, verdicts, nodeid, failed=) # strict-xfail verdicts of known blockers
     junit.finish_junit(path, results, inv)     # junit for CI: suite named after the deployment, <error>s
+    prometheus.write_textfile(path, results)   # the run's series for node_exporter's textfile collector
+    trend.write_trend(trend.read_runs(files), out_dir)   # many runs' history as one page with plots
 """
 
 from __future__ import annotations
@@ -20,13 +22,17 @@ from .blockers import BlockerVerdict, judge, lifted_message, reference_problems,
 from .diff import Change, diff_runs, flatten, inventory_changes
 from .files import ReportsNotWritable
 from .html import render_html, status_fragment
+from .prometheus import TextfileNotWritable
 from .status import StatusDocument, build_status, by_test, evidence_paths, render_markdown
+from .trend import TrendRefused
 
 __all__ = [
     "BlockerVerdict",
     "Change",
     "ReportsNotWritable",
     "StatusDocument",
+    "TextfileNotWritable",
+    "TrendRefused",
     "build_status",
     "by_test",
     "diff_runs",

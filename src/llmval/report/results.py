@@ -114,11 +114,24 @@ class RunResults(BaseModel):
         return recorded_scope(self.scope, self.selection, self.markexpr)
 
 
+def readable_version(document: dict) -> int:
+    """The document's `schema_version` (1 where absent: the first documents had none), or an LlmvalError saying
+    why it cannot be read: a version this llmval does not know (a newer llmval wrote it) or one that is no number.
+    Every reader of results documents (the reports, `llmval trend`, the Prometheus textfile) comes through here."""
+    version = document.get("schema_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise LlmvalError(f"schema_version {version!r} is not a results schema version (1 to {SCHEMA_VERSION})")
+    if version > SCHEMA_VERSION:
+        raise LlmvalError(f"results schema_version {version} was written by a newer llmval; this one "
+                          f"reads versions 1 to {SCHEMA_VERSION}: upgrade llmval to read it")
+    return version
+
+
 def upgrade_document(document: dict) -> dict:
     """A results document in the current schema: version 1's `evidence` records become verdicts; version 2's skip
     and xfail reasons, which it kept only as the first line of `message`, become `skip_reason`/`xfail_reason`
     (the one place old message text is read)."""
-    version = document.get("schema_version", 1)
+    version = readable_version(document)
     if version >= SCHEMA_VERSION:
         return document
     upgraded = dict(document, schema_version=SCHEMA_VERSION)
@@ -249,7 +262,10 @@ def load_results(path: Path) -> dict:
         raise LlmvalError(f"cannot read results JSON {path}: {error}") from None
     if not isinstance(document, dict) or "tests" not in document or "deployment" not in document:
         raise LlmvalError(f"{path} is not a results JSON (no 'deployment'/'tests' keys)")
-    return upgrade_document(document)
+    try:
+        return upgrade_document(document)
+    except LlmvalError as error:
+        raise LlmvalError(f"cannot read results JSON {path}: {error}") from None
 
 
 def history_files(reports_dir: Path, deployment: str) -> list[Path]:
