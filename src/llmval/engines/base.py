@@ -615,9 +615,9 @@ class EngineAdapter:
                                                                "counters")
 
     def draft_ceiling(self) -> float | None:
-        """The most tokens one speculative step can emit (`ranges.accept_length_ceiling`), from the draft tokens the
-        engine reports and those the inventory declares, the larger (a wrong one fails its own check); None when
-        neither says."""
+        """The most tokens one speculative step can emit (`ranges.accept_length_ceiling`), from the step and draft
+        counts the engine reports and those the inventory declares, the larger of each (a wrong one fails its own
+        check); None when neither says."""
         reported: dict[str, object] = {}
         try:
             reported = {key: fact.value for key, fact in self.speculative().items()}

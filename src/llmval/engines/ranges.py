@@ -69,15 +69,22 @@ RANGES: dict[str, PhysicalRange] = {
 
 
 def accept_length_ceiling(*, num_steps: int | None = None, num_draft_tokens: int | None = None) -> float | None:
-    """The most tokens one speculative step can emit: 1 + the draft tokens it verifies (vLLM's
-    num_speculative_tokens, SGLang's speculative_num_steps; SGLang's speculative_num_draft_tokens counts the tree's
-    nodes, so the larger of the two bounds it); None when neither is known.
+    """The most tokens one speculative step can emit: its one target token plus at most `num_steps` accepted draft
+    tokens (vLLM's num_speculative_tokens; SGLang's speculative_num_steps, the depth of its draft tree, whatever its
+    topk); where no step count is known or it is 0 (SGLang's NGRAM reports 0), 1 + `num_draft_tokens` (the tokens
+    the drafter proposes, the verified root among them: one more than can be accepted). None when neither is known.
 
-    >>> accept_length_ceiling(num_steps=2), accept_length_ceiling(num_steps=3, num_draft_tokens=4)
-    (3, 5)
+    >>> accept_length_ceiling(num_steps=2), accept_length_ceiling(num_steps=3, num_draft_tokens=8)
+    (3, 4)
+    >>> accept_length_ceiling(num_steps=0, num_draft_tokens=8), accept_length_ceiling() is None
+    (9, True)
     """
-    known = [n for n in (num_steps, num_draft_tokens) if isinstance(n, int) and not isinstance(n, bool) and n >= 0]
-    return 1 + max(known) if known else None
+    def known(n: int | None) -> bool:
+        return isinstance(n, int) and not isinstance(n, bool) and n >= 1
+
+    if known(num_steps):
+        return 1 + num_steps  # type: ignore[operator]
+    return 1 + num_draft_tokens if known(num_draft_tokens) else None  # type: ignore[operator]
 
 
 def out_of_range(key: str, value: float | None, *, high: float | None = None, values: str = "") -> str | None:
