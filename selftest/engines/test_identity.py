@@ -114,3 +114,17 @@ def test_vllm_names_its_card_root_and_both_log_lines():
     assert any(f"loaded {GLM!r} but GET /v1/models root '/tmp/model'" in f for f in found)
     without_log = VllmAdapter(_spec("vllm"), _client(routes)).model_evidence()
     assert [(e.source, e.path) for e in without_log] == [("GET /v1/models root", "/tmp/model")]
+
+
+def test_sglang_names_its_logged_server_args_where_the_log_is_declared():
+    routes = {"/health": {}, "/v1/models": {"object": "list", "data": [
+        {"id": "qwen3.5-122b", "object": "model", "owned_by": "sglang", "root": "qwen3.5-122b"}]},
+        "/server_info": {"version": "0.5.17", "model_path": "/models/Qwen/Qwen3.5-122B", "served_model_name":
+                         "qwen3.5-122b"}}
+    log = (f"[2026-12-02 00:06:10] server_args=ServerArgs(model_path='{GLM}', tokenizer_path='{GLM}', "
+           "served_model_name='qwen3.5-122b', kv_cache_dtype='auto')\n")
+    evidence = SglangAdapter(_spec("sglang"), _client(routes), read_log=lambda: log).model_evidence()
+    assert evidence[-1].source == "engine log: server_args model_path/served_model_name"
+    assert (evidence[-1].served_names, evidence[-1].path) == (("qwen3.5-122b",), GLM)
+    assert f"engine log: server_args model_path/served_model_name loaded {GLM!r} but /server_info " \
+           "served_model_name/model_path '/models/Qwen/Qwen3.5-122B'" in contradictions("qwen3.5-122b", None, evidence)

@@ -242,7 +242,8 @@ class SglangAdapter(EngineAdapter):
 
     def engine_model_evidence(self) -> list[ModelEvidence]:
         """`/server_info` `served_model_name` and `model_path`; `/model_info` (`/get_model_info`) `model_path`, where
-        it answers (older servers, and recordings made before the suite asked it, have none)."""
+        it answers (older servers, and recordings made before the suite asked it, have none); the startup log's
+        `server_args=ServerArgs(model_path=..., served_model_name=...)` where the log is declared."""
         info, found = self.server_info, []
         names = (str(info["served_model_name"]),) if info.get("served_model_name") else ()
         path = str(info["model_path"]) if info.get("model_path") else None
@@ -257,6 +258,15 @@ class SglangAdapter(EngineAdapter):
         if model_info.get("model_path"):
             found.append(ModelEvidence("/model_info model_path", (), str(model_info["model_path"]),
                                        f"model_path={model_info['model_path']!r}"))
+        try:
+            args = self.log.server_args
+        except LlmvalError:
+            args = {}  # no log declared, or not readable: the HTTP sources stand
+        log_names = (str(args["served_model_name"]),) if args.get("served_model_name") else ()
+        log_path = str(args["model_path"]) if args.get("model_path") else None
+        if log_names or log_path:
+            found.append(ModelEvidence("engine log: server_args model_path/served_model_name", log_names, log_path,
+                                       self.log.server_args_quote[:300]))
         return found
 
     def _parser_fact(self, key: str) -> Fact:
