@@ -203,7 +203,7 @@ class Acceptance:
         """This acceptance, its length also bounded by `ceiling` (`ranges.accept_length_ceiling`: 1 + the draft
         tokens a step verifies); `impossible` says so when it is above."""
         why = out_of_range("spec_accept_length", self.length, high=ceiling,
-                           values=f"{self.quote or self.source}; at most {ceiling:g} with the declared draft tokens"
+                           values=f"{self.quote or self.source}; at most {ceiling:g} with the deployment's draft tokens"
                            if ceiling is not None else self.quote or self.source)
         return self if self.impossible or not why else dataclasses.replace(self, impossible=why)
 
