@@ -128,3 +128,14 @@ def test_sglang_names_its_logged_server_args_where_the_log_is_declared():
     assert (evidence[-1].served_names, evidence[-1].path) == (("qwen3.5-122b",), GLM)
     assert f"engine log: server_args model_path/served_model_name loaded {GLM!r} but /server_info " \
            "served_model_name/model_path '/models/Qwen/Qwen3.5-122B'" in contradictions("qwen3.5-122b", None, evidence)
+
+
+def test_a_card_root_other_than_its_id_names_the_weights_on_any_engine():
+    """SGLang's root repeats the served name (REAL 0.5.17); one that says another model's path is a path source."""
+    routes = {"/health": {}, "/v1/models": {"object": "list", "data": [
+        {"id": "qwen3.5-122b", "object": "model", "owned_by": "sglang", "root": GLM}]},
+        "/server_info": {"version": "0.5.17"}}
+    evidence = SglangAdapter(_spec("sglang"), _client(routes)).model_evidence()
+    assert (evidence[0].source, evidence[0].path) == ("GET /v1/models root", GLM)
+    assert contradictions("qwen3.5-122b", None, evidence) == [
+        f"GET /v1/models root loaded {GLM!r} (glm), not the served name 'qwen3.5-122b' (qwen)"]

@@ -487,7 +487,7 @@ class EngineAdapter:
 
     card_root_is_path: ClassVar[bool] = False
     """Whether a /v1/models card's `root` is the weights' path the engine loaded (vLLM: `--model`; SGLang: the
-    served name again; a plain OpenAI server: unknown)."""
+    served name again, so read as a path only where it says something else; a plain OpenAI server: likewise)."""
 
     def model_evidence(self) -> list[ModelEvidence]:
         """Every source's word on the model served (`llmval.engines.identity`): the /v1/models card of the
@@ -495,7 +495,10 @@ class EngineAdapter:
         says (`engine_model_evidence`). ModelNotServed when the card is not listed."""
         card = self.model_card()
         root = card.get("root")
-        path = str(root) if root and self.card_root_is_path else None
+        # SGLang's root repeats the served name; one that says something else (and is no adapter's base: no parent)
+        # names what is underneath, whatever the engine
+        names_weights = self.card_root_is_path or (root != card.get("id") and not card.get("parent"))
+        path = str(root) if root and names_weights else None
         found = [ModelEvidence("GET /v1/models" + (" root" if path else ""), (str(card.get("id")),), path,
                                shorten(f"id={card.get('id')!r}, root={root!r}", 200))]
         return found + self.engine_model_evidence()
