@@ -129,3 +129,12 @@ def test_any_cut_of_the_value_over_two_arguments_is_split_never_a_pass(data):
     args = {"path": needle.value[:cut], "signature": needle.value[cut:]}
     result = score(answer(call("write_stub", args)), needle)
     assert (result.is_pass, result.outcome) == (False, "split")
+
+
+def test_the_right_call_without_id_or_type_is_invalid_naming_its_envelope():
+    """Issue 42.6: the needle exactly right, in a call an agent framework cannot answer (no id, no type)."""
+    right = call("write_stub", NEEDLE.expected_arguments)
+    result = score(answer({"function": right["function"]}))
+    assert (result.is_pass, result.outcome) == (False, "invalid")
+    assert any(p.startswith("envelope: call 0 (write_stub): no `id`") for p in result.problems), result.problems
+    assert any("`type` is None, not 'function'" in p for p in result.problems), result.problems
