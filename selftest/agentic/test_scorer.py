@@ -17,13 +17,15 @@ NEEDLE = build_transcript(3, "signature", 0.5, 0).needle  # write_stub(path, sig
 CONFIG = build_transcript(3, "config", 0.5, 0).needle      # set_env(name, value)
 
 
-def call(name: str, arguments: object) -> dict:
+def call(name: str, arguments: object, call_id: str = "c1") -> dict:
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"id": "c1", "type": "function", "function": {"name": name, "arguments": raw}}
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}
 
 
 def answer(*calls: dict, content: str = "", finish: str | None = "tool_calls", tokens: int = 40) -> Answer:
-    return Answer(content, "", list(calls), finish, tokens)
+    """The calls as an engine answers them: each with an id of its own (`c1`, `c2`, ...)."""
+    return Answer(content, "", [{**c, "id": f"c{i}"} if c.get("id") == "c1" else c for i, c in enumerate(calls, 1)],
+                  finish, tokens)
 
 
 def score(ans: Answer, needle=NEEDLE, **kw):
@@ -127,3 +129,12 @@ def test_any_cut_of_the_value_over_two_arguments_is_split_never_a_pass(data):
     args = {"path": needle.value[:cut], "signature": needle.value[cut:]}
     result = score(answer(call("write_stub", args)), needle)
     assert (result.is_pass, result.outcome) == (False, "split")
+
+
+def test_the_right_call_without_id_or_type_is_invalid_naming_its_envelope():
+    """Issue 42.6: the needle exactly right, in a call an agent framework cannot answer (no id, no type)."""
+    right = call("write_stub", NEEDLE.expected_arguments)
+    result = score(answer({"function": right["function"]}))
+    assert (result.is_pass, result.outcome) == (False, "invalid")
+    assert any(p.startswith("envelope: call 0 (write_stub): no `id`") for p in result.problems), result.problems
+    assert any("`type` is None, not 'function'" in p for p in result.problems), result.problems

@@ -81,7 +81,8 @@ SGLANG_AFTER = "sglang:generation_tokens_total 1600\nsglang:spec_verify_calls_to
 ])
 def test_perf_window_and_serving_check_use_one_acceptance_computation(engine, before, after, length, rate):
     spec = EndpointSpec(name="ep", platform="p", base_url="http://engine.test:1", engine=engine.kind, model="m")
-    adapter = adapter_for(spec, httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(404))))
+    adapter = adapter_for(spec, httpx.Client(base_url="http://engine.test:1",  # the ceiling asks /server_info
+                                             transport=httpx.MockTransport(lambda r: httpx.Response(404))))
     fact = adapter.accept_length(parse_metrics(before), parse_metrics(after))
     window = window_deltas(EngineCounters.from_text(before, engine), EngineCounters.from_text(after, engine))
     assert fact.value == window.spec_acceptance_length == length

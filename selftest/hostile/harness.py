@@ -33,7 +33,7 @@ transport = {{ kind = "local" }}
 name = "hostile"
 platform = "local"
 base_url = "{base_url}"
-engine = "vllm"
+engine = "{engine}"
 model = "smollm2"
 max_model_len = 8192
 host = "localhost"
@@ -60,13 +60,18 @@ def toml_value(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, dict):  # an inline table: expect = { speculative = { num_steps = 2 } }
+        return "{ " + ", ".join(f"{key} = {toml_value(item)}" for key, item in value.items()) + " }"
     return repr(value)
 
 
 def write_inventory(folder: Path, base_url: str, endpoint: dict | None = None) -> Path:
-    lines = "\n".join(f"{key} = {toml_value(value)}" for key, value in (endpoint or {}).items())
+    """The hostile inventory; `endpoint` adds keys to its endpoint (`engine` replaces its "vllm")."""
+    keys = dict(endpoint or {})
+    engine = keys.pop("engine", "vllm")
+    lines = "\n".join(f"{key} = {toml_value(value)}" for key, value in keys.items())
     path = folder / "hostile.toml"
-    path.write_text(INVENTORY.format(base_url=base_url, endpoint=lines))
+    path.write_text(INVENTORY.format(base_url=base_url, endpoint=lines, engine=engine))
     return path
 
 

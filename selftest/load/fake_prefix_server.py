@@ -52,10 +52,11 @@ class PrefixCache:
 
 @contextmanager
 def prefix_server(*, block: int = 4, per_token_s: float = 0.0, fail_turn: int | None = None,
-                  caching: bool = True) -> Iterator[tuple]:
+                  caching: bool = True, hits_factor: float = 1.0) -> Iterator[tuple]:
     """Serve on a free loopback port; yields (base URL, the cache). `fail_turn`: answer HTTP 400 to every prompt
     holding that many tool results or more (a context-length refusal). `caching=False`: prefix caching off, as vLLM
-    with --no-enable-prefix-caching (REAL, 0.32.0 CPU: both counters exposed and never growing)."""
+    with --no-enable-prefix-caching (REAL, 0.32.0 CPU: both counters exposed and never growing). `hits_factor`:
+    the hit counter multiplied by it (a server that lies: 3 reports "900 of 300 tokens")."""
     cache = PrefixCache(block)
 
     class Handler(BaseHTTPRequestHandler):
@@ -73,7 +74,7 @@ def prefix_server(*, block: int = 4, per_token_s: float = 0.0, fail_turn: int | 
 
         def do_GET(self) -> None:
             text = (f'vllm:prefix_cache_queries_total{{engine="0"}} {cache.queried}\n'
-                    f'vllm:prefix_cache_hits_total{{engine="0"}} {cache.hits}\n'
+                    f'vllm:prefix_cache_hits_total{{engine="0"}} {cache.hits * hits_factor}\n'
                     'vllm:num_requests_running{engine="0"} 0\nvllm:num_requests_waiting{engine="0"} 0\n'
                     'vllm:kv_cache_usage_perc{engine="0"} 0.1\nvllm:num_preemptions_total{engine="0"} 0\n')
             self._send(200, text.encode(), "text/plain")

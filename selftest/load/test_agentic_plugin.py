@@ -7,6 +7,7 @@ real contract (tests/perf), as the perf plugin's own self-tests run it.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 
 import pytest
@@ -73,3 +74,15 @@ def test_prefix_caching_off_is_a_broken_contract_not_a_missing_number(pytester):
     result.stdout.fnmatch_lines(["*perf.agentic.prefix_cache_hit_rate*",
                                  "*observed: 0 % (the engine looked up none of the * prompt tokens sent*"
                                  "prefix caching is off)*"])
+
+
+def test_a_hit_rate_above_one_is_could_not_check_never_a_pass(pytester):
+    """Issue 42.4: a server whose hit counter grows 3x its looked-up tokens (300 %) clears any floor if believed."""
+    with prefix_server(hits_factor=3.0) as (base_url, _):
+        result = _run(pytester, _inventory(pytester, base_url, prefix_cache_hit_min=0.3))
+    results = json.loads((pytester.path / "reports" / "results.json").read_text())
+    verdict = next(v for t in results["tests"] for v in t["verdicts"]
+                   if v["check"] == "perf.agentic.prefix_cache_hit_rate")
+    assert verdict["cause"] == "could-not-check" and result.ret != pytest.ExitCode.OK, verdict
+    assert re.search(r"prefix-cache hit rate 1\.\d+ \(\d+ of \d+ tokens\) is outside its physical range 0\.\.1",
+                     verdict["observed"]), verdict

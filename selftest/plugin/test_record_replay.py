@@ -25,9 +25,10 @@ def test_committed_local_smoke_replays_with_the_live_verdicts(pytester):
     live = _verdicts(LOCAL_SMOKE / "results-live.json")
     replayed = _verdicts(pytester.path / "reports" / "results.json")
     assert {nodeid: replayed.get(nodeid) for nodeid in live} == live, result.stdout.str()[-3000:]
-    # smoke checks added after the recording have no recorded answers: they may only skip (nothing declared)
+    # smoke checks added after the recording may only skip (nothing declared) or hold on the answers it has
+    # (serving.model.identity reads the recorded /v1/models root): never fail or error on a missing answer
     added = {nodeid: outcome for nodeid, outcome in replayed.items() if nodeid not in live}
-    assert set(added.values()) <= {"skipped"}, added
+    assert set(added.values()) <= {"skipped", "passed"}, added
 
 
 @pytest.mark.engine

@@ -96,10 +96,10 @@ def test_wrong_model_replay_puts_serving_model_id_first_and_junit_carries_the_ve
     failing = (reports / "replay" / "partial" / "status.md").read_text().split("### Failing")[1].split("### Blocked")[0]
     items = [line for line in failing.splitlines() if line.startswith("- ")]
     assert items[0].startswith("- ❌ `serving.model.id` on local-vllm-8343"), failing
-    assert "3 checks could not run because `serving.model.id` failed:" in failing
-    assert len(items) == 1, failing  # the three ModelNotServed errors are under it, not beside it
+    assert "4 checks could not run because `serving.model.id` failed:" in failing
+    assert len(items) == 1, failing  # the four ModelNotServed errors are under it, not beside it
     result.stdout.fnmatch_lines(["*llmval: 1 root cause(s)*", "BROKEN serving.model.id [[]local-vllm-8343[]]*",
-                                 "*3 check(s) could not run because serving.model.id failed*"])
+                                 "*4 check(s) could not run because serving.model.id failed*"])
     suite = ET.parse(reports / "junit.xml").getroot().find("testsuite")
     assert suite.get("name") == "serving-fault-wrong-model"
     suite_props = {p.get("name"): p.get("value") for p in suite.find("properties")}
@@ -112,10 +112,10 @@ def test_wrong_model_replay_puts_serving_model_id_first_and_junit_carries_the_ve
     assert case.find("failure").get("message").startswith("serving.model.id [local-vllm-8343] observed ['glm")
     errored = suite.find("testcase[@name='test_context_length_matches_inventory[local-vllm-8343]']")
     assert errored.find("failure") is None and errored.find("error").get("type") == "ModelNotServed"
-    assert (suite.get("failures"), suite.get("errors")) == ("1", "3")
+    assert (suite.get("failures"), suite.get("errors")) == ("1", "4")
     document = json.loads((reports / "results.json").read_text())
-    assert document["counts"]["failed"] == 1 and document["counts"]["error"] == 3
-    assert document["causes"]["broken"] == 1 and document["causes"]["could-not-check"] == 3
+    assert document["counts"]["failed"] == 1 and document["counts"]["error"] == 4
+    assert document["causes"]["broken"] == 1 and document["causes"]["could-not-check"] == 4
 
 
 COULD_NOT = '''

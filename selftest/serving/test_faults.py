@@ -30,7 +30,8 @@ EXPECTED_FAILURES = {
     "wrong-model": {"test_served_model_matches_inventory": "glm-4.7-flash",
                     "test_context_length_matches_inventory": "not 'smollm2'",
                     "test_tiny_generation_returns_text": "does not serve model 'smollm2'",
-                    "test_tool_choice_auto_is_accepted": "does not serve model 'smollm2'"},
+                    "test_tool_choice_auto_is_accepted": "does not serve model 'smollm2'",
+                    "test_served_model_is_the_declared_weights": "not 'smollm2'"},
 }
 
 

@@ -66,5 +66,8 @@ def test_the_h200_smoke_recording_replays_green_as_it_ran_live(pytester):
     replayed = json.loads((pytester.path / "reports" / "results.json").read_text())
     live = json.loads((smoke / "reports" / "results.json").read_text())
     assert result.ret == 0 and live["exitstatus"] == 0
-    assert replayed["counts"]["passed"] == live["counts"]["passed"] == 25
-    assert {v["check"]: v["cause"] for v in _verdicts(replayed)} == {v["check"]: v["cause"] for v in _verdicts(live)}
+    # serving.model.identity (issue 42.5) came after the recording: one check more, held on the recorded evidence
+    assert replayed["counts"]["passed"] == live["counts"]["passed"] + 1 == 26
+    causes = {v["check"]: v["cause"] for v in _verdicts(replayed)}
+    assert causes.pop("serving.model.identity") == "held"
+    assert causes == {v["check"]: v["cause"] for v in _verdicts(live)}

@@ -98,7 +98,7 @@ def test_the_killed_api_server_leaves_the_ray_actor_a_zombie_named_with_its_orph
     assert "its driver pid 18107 (VLLM::EngineCore) has lost its parent (PPID 1)" in observed
     assert "ray stop --force" in zombie["hint"]
     status = (pytester.path / "reports" / "replay" / "status.md").read_text()
-    assert "14 checks could not run because `hosts.gpu.zombie_workers` failed" in status, status[:3000]
+    assert "15 checks could not run because `hosts.gpu.zombie_workers` failed" in status, status[:3000]
 
 
 def test_the_older_ray_executor_dies_on_its_first_request_and_the_run_says_so(pytester):

@@ -75,3 +75,54 @@ def test_catalogue_is_deterministic_and_large_strings_are_tricky():
     assert len(parallel.expected) == 5
     assert any(c.expected[0].arguments.get("record_id") == 2**53 + 1 for c in first if c.category == "bigint") or \
         any(abs(c.expected[0].arguments.get("record_id", 0)) >= 2**53 - 7 for c in first if c.category == "bigint")
+
+
+# ---- the envelope an agent framework needs (issue 42.6) ------------------------------------------------------
+
+def _call(**changes) -> dict:
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps(GOOD)}}
+    return {k: v for k, v in {**call, **changes}.items() if v is not _DROP}
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize(("call", "said"), [
+    (_call(id=_DROP), "no `id` (got None)"),
+    (_call(id=""), "no `id` (got '')"),
+    (_call(id=7), "no `id` (got 7)"),
+    (_call(type=_DROP), "`type` is None, not 'function'"),
+    (_call(type="tool"), "`type` is 'tool', not 'function'"),
+    (_call(function=_DROP), "`function` is NoneType, not an object"),
+    (_call(function={"arguments": json.dumps(GOOD)}), "`function.name` is None"),
+    ("get_weather", "a JSON str, not an object"),
+], ids=["no-id", "empty-id", "int-id", "no-type", "other-type", "no-function", "no-name", "not-an-object"])
+def test_a_call_without_its_envelope_is_invalid_naming_what_is_missing(call, said):
+    verdict = judge(CASE, Answer("", "", [call], "tool_calls", 20), max_tokens=120)
+    assert not verdict.is_valid and not verdict.is_accurate
+    assert any(p.kind == "envelope" and said in p.detail for p in verdict.problems), verdict.problems
+
+
+def test_two_calls_sharing_an_id_are_invalid_naming_both():
+    verdict = judge(CASE, Answer("", "", [_call(), _call()], "tool_calls", 20), max_tokens=120)
+    assert [p.detail for p in verdict.problems if p.kind == "envelope"] == [
+        "call 1 (get_weather): `id` 'call_1' repeats call 0's: a tool result would answer both"]
+
+
+def test_a_streamed_call_without_id_and_type_is_not_filled_in():
+    """The join keeps what the deltas said: a stream that never sent `id` or `type` fails validity like a body."""
+    from llmval.engines import join_chat_stream
+
+    events = [json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "function": {"name": "get_weather", "arguments": json.dumps(GOOD)}}]}}]}),
+        json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}), "[DONE]"]
+    streamed = join_chat_stream(events)
+    assert streamed.tool_calls[0]["id"] is None and streamed.tool_calls[0]["type"] is None
+    problems = judge(CASE, Answer.from_stream(streamed), max_tokens=120).problems
+    assert {p.detail.split(": ", 1)[1] for p in problems if p.kind == "envelope"} == {
+        "no `id` (got None): its tool result cannot name the call it answers", "`type` is None, not 'function'"}
+
+
+def test_an_honest_call_passes_the_envelope():
+    verdict = judge(CASE, Answer("", "", [_call()], "tool_calls", 20), max_tokens=120)
+    assert verdict.is_valid and verdict.is_accurate, verdict.problems

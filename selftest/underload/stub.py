@@ -72,7 +72,10 @@ def _tool_answer(state: StubState, body: dict, corrupt: bool) -> dict:
     for i, (name, arguments) in enumerate(calls):
         args = _changed(arguments, schemas[name]) if corrupt and state.fault == "values" else arguments
         raw = json.dumps(json.dumps(args)) if corrupt and state.fault == "invalid" else json.dumps(args)
-        out.append({"id": f"call-{i}", "type": "function", "function": {"name": name, "arguments": raw}})
+        call = {"id": f"call-{i}", "type": "function", "function": {"name": name, "arguments": raw}}
+        if corrupt and state.fault == "envelope":  # the call an OpenAI client cannot answer: no id, no type
+            call = {"function": call["function"]}
+        out.append(call)
     return {"role": "assistant", "content": None, "tool_calls": out}
 
 

@@ -85,6 +85,15 @@ def test_arguments_that_are_not_objects_under_load_break_validity(tmp_path):
 
 
 @pytest.mark.slow
+def test_calls_without_id_and_type_under_load_break_validity_naming_the_envelope(tmp_path):
+    """Issue 42.6: the same arguments, but calls an agent framework cannot answer (no `id`, no `type`)."""
+    run = _measure(stub_state(fault="envelope"), tmp_path)
+    validity = run.gate("perf.correctness.toolcalls.validity")
+    assert validity.outcome == "broken" and len(validity.observed) == 3
+    assert all("under load (C=3): invalid (envelope)" in d for d in validity.observed.values()), validity.observed
+
+
+@pytest.mark.slow
 def test_text_mode_breaks_on_any_other_text_even_when_the_judged_answer_is_kept(tmp_path):
     """A needle answer that differs only in words is kept when judged, broken when the text must be equal."""
     state = stub_state()

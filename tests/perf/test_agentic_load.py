@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmval.engines import NotExposed
+from llmval.engines import ImpossibleMetric, NotExposed
 
 pytestmark = pytest.mark.perf
 
@@ -23,6 +23,8 @@ def test_agentic_load_turns_all_succeed(perf_gate, agentic_load, expect):
 @pytest.mark.needs("agentic_load.prefix_cache_hit_min")
 def test_agentic_load_prefix_cache_hit_rate(perf_gate, agentic_load, expect):
     (rate, observed), minimum = agentic_load.run.prefix_cache_share(), perf_gate.agentic_load.prefix_cache_hit_min
+    if (hits := agentic_load.run.cache_hits) is not None and hits.impossible:
+        raise ImpossibleMetric(f"[{perf_gate.endpoint}] perf.agentic.prefix_cache_hit_rate: {observed}")
     if rate is None:
         raise NotExposed(f"[{perf_gate.endpoint}] perf.agentic.prefix_cache_hit_rate: {observed}")
     expect.measure(perf_gate.label, "agentic_prefix_cache_hit_rate", round(rate, 4), "")

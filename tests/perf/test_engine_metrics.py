@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmval.engines import NotExposed
+from llmval.engines import ImpossibleMetric, NotExposed
 
 pytestmark = pytest.mark.perf
 
@@ -16,6 +16,10 @@ def _sampled(perf_gate, gate_runs) -> dict:
     if short:
         raise NotExposed(f"[{perf_gate.endpoint}] perf.engine: /metrics could not be sampled through every run: "
                          f"{short}")
+    impossible = {f"C={c}": why for c, s in by_c.items() if (why := s.impossible)}
+    if impossible:
+        raise ImpossibleMetric(f"[{perf_gate.endpoint}] perf.engine: sampled /metrics outside their physical range: "
+                               f"{impossible}")
     return by_c
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmval.engines import NotExposed
+from llmval.engines import ImpossibleMetric, NotExposed, accept_length_ceiling, out_of_range
 
 pytestmark = pytest.mark.perf
 
@@ -25,6 +25,10 @@ def test_speculative_acceptance_within_declared_range(perf_gate, perf_runs, run_
         pytest.skip(f"endpoint {perf_gate.endpoint} declares no speculative accept_length range")
     window = run_c1.run.engine
     length = window.spec_acceptance_length
+    ceiling = accept_length_ceiling(num_steps=spec.num_steps, num_draft_tokens=spec.num_draft_tokens)
+    if impossible := window.spec_acceptance_impossible or out_of_range("spec_accept_length", length, high=ceiling,
+                                                                        values=window.spec_acceptance_note):
+        raise ImpossibleMetric(f"[{perf_gate.endpoint}] perf.speculative.acceptance_length: {impossible}")
     if length is None:
         raise NotExposed(f"[{perf_gate.endpoint}] perf.speculative.acceptance_length: acceptance over this run's "
                          f"window cannot be measured: {window.spec_acceptance_note}")

@@ -24,6 +24,8 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    │                          not JSON, no tokens): prompt lengths are then counted another way
      │    └── ModelNotServed         (llmval.engines) the endpoint does not serve the inventory's model
      ├── NotExposed          (llmval.engines) the engine does not expose a fact (no /metrics, no log source)
+     ├── ImpossibleMetric    (llmval.engines) a figure from the engine's metrics is outside its physical range (a hit
+     │                       rate above 1, an acceptance length above 1 + draft tokens, a counter that dropped)
      ├── StaleEvidence       (llmval.engines.serving_process) the engine log is of a server that does not answer now
      ├── ServingProcessGone  (llmval.hostfacts) the serving process whose environment a check reads is not there
      ├── NotReported         (llmval.gpu.health) a GPU health field is [N/A] / Not Supported, or no kernel log reads

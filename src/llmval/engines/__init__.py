@@ -32,6 +32,7 @@ from .base import (
 from .logs import normalize_dtype, parse_sglang_log, parse_vllm_log
 from .logsource import launch_log_of, launch_log_path
 from .metrics import Metrics, parse_metrics
+from .ranges import RANGES, ImpossibleMetric, PhysicalRange, accept_length_ceiling, out_of_range
 from .serving_process import StaleEvidence
 from .sglang import SglangAdapter
 from .stream import StreamedChat, join_chat_stream
@@ -65,21 +66,25 @@ use_engine_registry(ADAPTERS)
 
 __all__ = [
     "ADAPTERS",
+    "RANGES",
     "Acceptance",
     "CacheHits",
     "EndpointState",
     "EngineAdapter",
     "Fact",
+    "ImpossibleMetric",
     "KvEvidence",
     "LoadCounters",
     "Metrics",
     "ModelNotServed",
     "NotExposed",
+    "PhysicalRange",
     "SampledMetrics",
     "SglangAdapter",
     "StaleEvidence",
     "StreamedChat",
     "VllmAdapter",
+    "accept_length_ceiling",
     "adapter_class",
     "adapter_for",
     "detect_engine",
@@ -87,6 +92,7 @@ __all__ = [
     "launch_log_of",
     "launch_log_path",
     "normalize_dtype",
+    "out_of_range",
     "parse_metrics",
     "parse_sglang_log",
     "parse_vllm_log",

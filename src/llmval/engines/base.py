@@ -14,7 +14,9 @@ runs, so a server that accepts and never answers is named within seconds, not af
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,8 +38,10 @@ from ..core.errors import (
 from ..inventory import EndpointSpec
 from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
+from .identity import ModelEvidence
 from .logs import first_death_statement, last_error_statements, normalize_dtype
 from .metrics import Metrics, parse_metrics
+from .ranges import ImpossibleMetric, accept_length_ceiling, out_of_range, outside_ranges
 from .stream import StreamedChat, join_chat_stream
 
 
@@ -133,6 +137,11 @@ GAUGE_KEYS = ("waiting", "running", "kv_cache_usage", "retracted", "prefix_cache
 COUNTER_KEYS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits", "spec_drafts", "spec_accepted_tokens")
 OPTIONAL_KEYS = ("spec_accept_length", "spec_drafts", "spec_accepted_tokens")
 """Metrics an engine registers only when speculative decoding is configured: absent is not missing."""
+GAUGE_RANGES = {"waiting": "gauge_count", "running": "gauge_count", "kv_cache_usage": "kv_cache_usage",
+                "retracted": "gauge_count", "prefix_cache_hit_rate": "prefix_cache_hit_rate",
+                "spec_accept_length": "spec_accept_length_gauge"}
+"""Each gauge's line of the physical-range table (`llmval.engines.ranges.RANGES`); every counter's growth is
+`counter_growth` (a counter only grows)."""
 MEAN_KEYS = ("kv_cache_usage", "prefix_cache_hit_rate", "spec_accept_length")
 """Gauges that are a share or a length per engine (or per scheduler rank): several label sets (data-parallel
 engines) are averaged, never summed; request counts and counters are summed over label sets."""
@@ -149,6 +158,20 @@ class CacheHits:
     source: str
     missing: str = ""
     """Non-empty when the engine exposes no prefix-cache counters: what is missing and how to expose it."""
+    impossible: str = ""
+    """Non-empty when the figures are outside their physical range (`llmval.engines.ranges`): the rate is then no
+    measurement (set by the record itself, whichever engine computed it)."""
+
+    def __post_init__(self) -> None:
+        counted = (f"{self.hit_tokens:g} of {self.queried_tokens:g} tokens"
+                   if self.hit_tokens is not None and self.queried_tokens is not None else self.source)
+        why = outside_ranges([("prefix_cache_hit_rate", self.rate, counted),
+                              ("counter_growth", self.queried_tokens, f"prompt tokens looked up, {self.source}"),
+                              ("counter_growth", self.hit_tokens, f"hit tokens, {self.source}")])
+        if not why and self.hit_tokens is not None and self.queried_tokens is not None \
+                and self.hit_tokens > self.queried_tokens:
+            why = out_of_range("prefix_cache_hit_rate", math.inf, values=counted)
+        object.__setattr__(self, "impossible", self.impossible or why)
 
 
 @dataclass(frozen=True)
@@ -164,6 +187,25 @@ class Acceptance:
     quote: str = ""
     missing: str = ""
     """Non-empty when the engine exposes no acceptance counters: what is missing and how to expose it."""
+    impossible: str = ""
+    """Non-empty when the length or rate is outside its physical range, or a counter it was computed from dropped
+    (`llmval.engines.ranges`; the length's ceiling, 1 + draft tokens, is the deployment's: `within`)."""
+    growth: tuple[tuple[str, float | None], ...] = ()
+    """(counter name, its growth over the window) of each counter the figures were computed from."""
+
+    def __post_init__(self) -> None:
+        why = outside_ranges([("counter_growth", grown, f"{name} over the window") for name, grown in self.growth]
+                             + [("spec_accept_length", self.length, self.quote or self.source),
+                                ("spec_acceptance_rate", self.rate, self.quote or self.source)])
+        object.__setattr__(self, "impossible", self.impossible or why)
+
+    def within(self, ceiling: float | None) -> Acceptance:
+        """This acceptance, its length also bounded by `ceiling` (`ranges.accept_length_ceiling`: 1 + the draft
+        tokens a step verifies); `impossible` says so when it is above."""
+        why = out_of_range("spec_accept_length", self.length, high=ceiling,
+                           values=f"{self.quote or self.source}; at most {ceiling:g} with the deployment's draft tokens"
+                           if ceiling is not None else self.quote or self.source)
+        return self if self.impossible or not why else dataclasses.replace(self, impossible=why)
 
 
 GENERATION_PATHS = ("/v1/chat/completions", "/v1/completions", "/generate")
@@ -466,6 +508,29 @@ class EngineAdapter:
         """
         return served_aliases(self.model_cards, self.spec.model)
 
+    card_root_is_path: ClassVar[bool] = False
+    """Whether a /v1/models card's `root` is the weights' path the engine loaded (vLLM: `--model`; SGLang: the
+    served name again, so read as a path only where it says something else; a plain OpenAI server: likewise)."""
+
+    def model_evidence(self) -> list[ModelEvidence]:
+        """Every source's word on the model served (`llmval.engines.identity`): the /v1/models card of the
+        inventory's model (its name, and its `root` where that is the weights' path), then what the engine itself
+        says (`engine_model_evidence`). ModelNotServed when the card is not listed."""
+        card = self.model_card()
+        root = card.get("root")
+        # SGLang's root repeats the served name; one that says something else (and is no adapter's base: no parent)
+        # names what is underneath, whatever the engine
+        names_weights = self.card_root_is_path or (root != card.get("id") and not card.get("parent"))
+        path = str(root) if root and names_weights else None
+        found = [ModelEvidence("GET /v1/models" + (" root" if path else ""), (str(card.get("id")),), path,
+                               shorten(f"id={card.get('id')!r}, root={root!r}", 200))]
+        return found + self.engine_model_evidence()
+
+    def engine_model_evidence(self) -> list[ModelEvidence]:
+        """What the engine says of the model it serves besides /v1/models (engines override it); a source that
+        does not answer is left out, never guessed."""
+        return []
+
     @property
     def version(self) -> Fact:
         raise NotExposed(f"[{self.spec.name}] a plain OpenAI-compatible server reports no engine version")
@@ -575,11 +640,32 @@ class EngineAdapter:
         return CacheHits(None, None, None, "/metrics", missing=f"engine {cls.kind!r} exposes no prefix-cache "
                                                                "counters")
 
+    def draft_ceiling(self) -> float | None:
+        """The most tokens one speculative step can emit (`ranges.accept_length_ceiling`), from the step and draft
+        counts the engine reports and those the inventory declares, the larger of each (a wrong one fails its own
+        check); None when neither says."""
+        reported: dict[str, object] = {}
+        try:
+            reported = {key: fact.value for key, fact in self.speculative().items()}
+        except LlmvalError:
+            pass  # the engine does not say: the inventory's numbers bound it
+        declared = self.spec.expect.speculative
+        steps = [v for v in (reported.get("num_steps"), declared and declared.num_steps) if isinstance(v, int)]
+        drafts = [v for v in (reported.get("num_draft_tokens"), declared and declared.num_draft_tokens)
+                  if isinstance(v, int)]
+        return accept_length_ceiling(num_steps=max(steps, default=None), num_draft_tokens=max(drafts, default=None))
+
     def accept_length(self, before: Metrics, after: Metrics) -> Fact:
-        """`acceptance` as a Fact (length rounded to 3 places); NotExposed when the counters are absent."""
+        """`acceptance` as a Fact (length rounded to 3 places); NotExposed when the counters are absent,
+        ImpossibleMetric when the length or rate is outside its physical range (the length's ceiling:
+        `draft_ceiling`)."""
         found = self.acceptance(before, after)
         if found.missing:
             raise NotExposed(f"[{self.spec.name}] {found.missing}")
+        if found.length is not None:  # its ceiling asks the engine's settings: only when there is a length to bound
+            found = found.within(self.draft_ceiling())
+        if found.impossible:
+            raise ImpossibleMetric(f"[{self.spec.name}] {found.impossible} (from {found.source})")
         return Fact(None if found.length is None else round(found.length, 3), found.source, found.quote)
 
     @classmethod

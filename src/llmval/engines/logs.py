@@ -23,6 +23,7 @@ VLLM_CONFIG_DTYPE_RE = re.compile(r"(?:^|, )dtype=(?P<dtype>torch\.\w+)")
 VLLM_CONFIG_KV_DTYPE_RE = re.compile(r"(?:^|, )kv_cache_dtype=(?P<kv>[\w.]+)")
 VLLM_CONFIG_TP_RE = re.compile(r"(?:^|, )tensor_parallel_size=(?P<tp>\d+)")
 VLLM_CONFIG_SERVED_RE = re.compile(r"(?:^|, )served_model_name=(?P<name>[^,]+)")
+VLLM_CONFIG_MODEL_RE = re.compile(r"(?:^|, )model='(?P<model>[^']*)'")
 VLLM_NON_DEFAULT_ARGS_RE = re.compile(r"non-default args: (?P<args>\{.*\})\s*$", re.M)
 VLLM_ATTENTION_BACKEND_RE = re.compile(
     r"^.*Using (?:AttentionBackendEnum\.)?(?P<backend>[A-Z_][A-Z0-9_]*) (?:attention )?backend\b.*$", re.M)
@@ -237,6 +238,8 @@ class VllmLogFacts:
     kv_cache_dtype: str | None = None
     tensor_parallel_size: int | None = None
     served_model_name: str | None = None
+    model_path: str | None = None
+    """The engine config's `model='...'`: the weights the engine core loaded."""
     engine_config_quote: str = ""
     non_default_args: dict = field(default_factory=dict)
     non_default_args_quote: str = ""
@@ -305,6 +308,8 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
             facts["tensor_parallel_size"] = int(m["tp"])
         if m := VLLM_CONFIG_SERVED_RE.search(config):
             facts["served_model_name"] = m["name"].strip()
+        if m := VLLM_CONFIG_MODEL_RE.search(config):
+            facts["model_path"] = m["model"]
     if args := _last(VLLM_NON_DEFAULT_ARGS_RE, text):
         facts["non_default_args_quote"] = args.group(0)
         try:

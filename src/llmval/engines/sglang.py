@@ -12,8 +12,9 @@ import functools
 import re
 
 from ..core.contract import excerpt
-from ..core.errors import EndpointError
+from ..core.errors import EndpointError, LlmvalError
 from .base import Acceptance, CacheHits, EngineAdapter, Fact, KvEvidence, NotExposed, SampledMetrics
+from .identity import ModelEvidence
 from .logs import SglangLogFacts, is_quantized_kv, normalize_dtype, parse_sglang_log
 from .metrics import Metrics, Sample, delta
 
@@ -243,6 +244,35 @@ class SglangAdapter(EngineAdapter):
                 return data if isinstance(data, dict) else {}
         return {}
 
+    def engine_model_evidence(self) -> list[ModelEvidence]:
+        """`/server_info` `served_model_name` and `model_path`; `/model_info` (`/get_model_info`) `model_path`, where
+        it answers (older servers, and recordings made before the suite asked it, have none); the startup log's
+        `server_args=ServerArgs(model_path=..., served_model_name=...)` where the log is declared."""
+        info, found = self.server_info, []
+        names = (str(info["served_model_name"]),) if info.get("served_model_name") else ()
+        path = str(info["model_path"]) if info.get("model_path") else None
+        if names or path:
+            found.append(ModelEvidence(f"{self._server_info_path} served_model_name/model_path", names, path,
+                                       f"served_model_name={info.get('served_model_name')!r}, "
+                                       f"model_path={info.get('model_path')!r}"))
+        try:
+            model_info = self.model_info
+        except LlmvalError:
+            model_info = {}
+        if model_info.get("model_path"):
+            found.append(ModelEvidence("/model_info model_path", (), str(model_info["model_path"]),
+                                       f"model_path={model_info['model_path']!r}"))
+        try:
+            args = self.log.server_args
+        except LlmvalError:
+            args = {}  # no log declared, or not readable: the HTTP sources stand
+        log_names = (str(args["served_model_name"]),) if args.get("served_model_name") else ()
+        log_path = str(args["model_path"]) if args.get("model_path") else None
+        if log_names or log_path:
+            found.append(ModelEvidence("engine log: server_args model_path/served_model_name", log_names, log_path,
+                                       self.log.server_args_quote[:300]))
+        return found
+
     def _parser_fact(self, key: str) -> Fact:
         """/server_info first; servers whose /server_info lacks the key may name it in /model_info (0.5.23)."""
         if key in self.server_info:
@@ -281,15 +311,20 @@ class SglangAdapter(EngineAdapter):
         `sglang:spec_accept_length` gauge after the traffic, which covers the last 40-step window only.
         SGLang counts no proposed draft tokens, so there is no acceptance rate."""
         tokens, verifies = _grown(before, after, GENERATION_TOKENS), _grown(before, after, SPEC_VERIFY_CALLS)
+        growth = ((GENERATION_TOKENS, tokens), (SPEC_VERIFY_CALLS, verifies))
         if tokens is not None and verifies:
             return Acceptance(tokens / verifies, None, "/metrics Δgeneration_tokens/Δspec_verify_calls",
-                              f"Δ{GENERATION_TOKENS}={tokens:g}, Δ{SPEC_VERIFY_CALLS}={verifies:g}")
+                              f"Δ{GENERATION_TOKENS}={tokens:g}, Δ{SPEC_VERIFY_CALLS}={verifies:g}", growth=growth)
         gauge = after.total(SPEC_ACCEPT_LENGTH)
         if gauge is None:
             return Acceptance(None, None, "/metrics", missing=f"/metrics has no {SPEC_ACCEPT_LENGTH} (needs "
                               "--enable-metrics and speculative decoding)")
         if not tokens:
-            return Acceptance(None, None, f"/metrics {SPEC_ACCEPT_LENGTH}", "no tokens generated between the scrapes")
+            return Acceptance(None, None, f"/metrics {SPEC_ACCEPT_LENGTH}", "no tokens generated between the scrapes",
+                              growth=growth)
+        if gauge == 0:  # the gauge before SGLang's first speculative decode log: unset, not a length
+            return Acceptance(None, None, f"/metrics {SPEC_ACCEPT_LENGTH}", f"{SPEC_ACCEPT_LENGTH} 0 (not yet set: "
+                              "no speculative decode stats logged)")
         return Acceptance(gauge, None, f"/metrics {SPEC_ACCEPT_LENGTH} (last 40-step window, after this run's "
                           f"{tokens:g} generated tokens)", f"{SPEC_ACCEPT_LENGTH} {gauge:g}")
 

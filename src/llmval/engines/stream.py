@@ -1,5 +1,5 @@
 """Join a streamed chat completion the way an OpenAI client does: content and reasoning deltas are
-concatenated; tool-call deltas are merged by `index` (id and name from the first delta that has them,
+concatenated; tool-call deltas are merged by `index` (id, type and name from the first delta that has them,
 `arguments` fragments concatenated in order).
 
     >>> events = ['{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function",'
@@ -66,10 +66,13 @@ def join_chat_stream(data: Iterable[str]) -> StreamedChat:
                 if delta.get(key):
                     reasoning.append(delta[key])
             for call in delta.get("tool_calls") or []:
+                # id and type as the deltas say them, never filled in: a stream without them fails validity
                 slot = calls.setdefault(int(call.get("index", 0)),
-                                        {"id": None, "type": "function", "function": {"name": None, "arguments": ""}})
+                                        {"id": None, "type": None, "function": {"name": None, "arguments": ""}})
                 if call.get("id") and not slot["id"]:
                     slot["id"] = call["id"]
+                if call.get("type") and not slot["type"]:
+                    slot["type"] = call["type"]
                 function = call.get("function") or {}
                 if function.get("name") and not slot["function"]["name"]:
                     slot["function"]["name"] = function["name"]

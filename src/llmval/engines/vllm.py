@@ -11,7 +11,7 @@ import functools
 import re
 
 from ..core.contract import shorten
-from ..core.errors import ParseError
+from ..core.errors import LlmvalError, ParseError
 from ..io.answers import Version, checked
 from .base import (
     Acceptance,
@@ -24,6 +24,7 @@ from .base import (
     SampledMetrics,
     resolve_auto,
 )
+from .identity import ModelEvidence
 from .logs import Unparsed, VllmLogFacts, is_quantized_kv, parse_vllm_log
 from .metrics import Metrics, delta
 
@@ -55,6 +56,7 @@ class VllmAdapter(EngineAdapter):
 
     kind = "vllm"
     default_port = 8000
+    card_root_is_path = True  # OpenAIServingModels: ModelCard(id=<served name>, root=<--model>)
     has_version = True
     has_health = True
     load_counters = LoadCounters(generation_tokens=GENERATION_TOKENS, finished_requests=REQUEST_SUCCESS,
@@ -144,6 +146,29 @@ class VllmAdapter(EngineAdapter):
                                        log.kv_cache_dtype, resolve_auto(log.kv_cache_dtype, log.model_dtype),
                                        f"kv_cache_dtype={log.kv_cache_dtype}, dtype=torch.{log.model_dtype}"))
         return evidence
+
+    def engine_model_evidence(self) -> list[ModelEvidence]:
+        """The startup log's two lines, where the log is declared and readable: the API server's `non-default args`
+        (`model` or `model_tag`, `served_model_name`) and the engine core's config (`model='...'`,
+        `served_model_name=`; a list there is not read as a name)."""
+        try:
+            log = self.log
+        except LlmvalError:
+            return []
+        found = []
+        args = log.non_default_args
+        model = args.get("model") or args.get("model_tag")
+        served = args.get("served_model_name")
+        names = tuple(str(n) for n in served) if isinstance(served, list | tuple) else (str(served),) if served else ()
+        if isinstance(model, str) or names:
+            found.append(ModelEvidence("engine log: non-default args model/served_model_name", names,
+                                       model if isinstance(model, str) else None, log.non_default_args_quote[:300]))
+        config_name = log.served_model_name
+        config_names = (config_name,) if config_name and not config_name.startswith(("[", "(")) else ()
+        if log.model_path or config_names:
+            found.append(ModelEvidence("engine log: engine config model/served_model_name", config_names,
+                                       log.model_path, log.engine_config_quote[:300]))
+        return found
 
     def kv_fp8_quotes(self) -> list[str]:
         quotes = []
@@ -267,10 +292,12 @@ class VllmAdapter(EngineAdapter):
                               "(registered only when speculative decoding is configured)")
         draft_tokens = delta(before, after, SPEC_DRAFT_TOKENS)
         rate = accepted / draft_tokens if draft_tokens else None
+        growth = ((SPEC_DRAFTS, drafts), (SPEC_ACCEPTED, accepted), (SPEC_DRAFT_TOKENS, draft_tokens))
         if drafts <= 0:
-            return Acceptance(None, rate, "/metrics spec_decode deltas", f"Δdrafts={drafts:g}: the drafter never ran")
+            return Acceptance(None, rate, "/metrics spec_decode deltas", f"Δdrafts={drafts:g}: the drafter never ran",
+                              growth=growth)
         return Acceptance(1 + accepted / drafts, rate, "/metrics 1 + Δaccepted/Δdrafts",
-                          f"Δ{SPEC_ACCEPTED}={accepted:g}, Δ{SPEC_DRAFTS}={drafts:g}")
+                          f"Δ{SPEC_ACCEPTED}={accepted:g}, Δ{SPEC_DRAFTS}={drafts:g}", growth=growth)
 
     @classmethod
     def prefix_cache_hits(cls, before: Metrics, after: Metrics) -> CacheHits:

@@ -35,6 +35,10 @@ class ServingExpect(Spec):
     """The KV cache dtype that must be in use. FP8 evidence fails a bfloat16 expectation."""
     dtype: Annotated[Label | None, JudgedBy("serving.model.dtype")] = None
     """Model (activation) dtype, e.g. bfloat16."""
+    model_path: Annotated[str | None, JudgedBy("serving.model.identity")] = Field(None, min_length=1, max_length=4096)
+    """The weights the engine must have loaded: its `--model` / `--model-path` as a path or Hugging Face id, whole
+    or its tail (`Qwen/Qwen3.5-122B-A10B` matches `/models/Qwen/Qwen3.5-122B-A10B`). Unset, the served name's model
+    family is held against the loaded path's (`llmval.engines.identity`)."""
     attention_backend: Annotated[Label | None, JudgedBy("serving.attention.backend")] = None
     speculative: SpeculativeSpec | None = None
     tool_call_parser: Annotated[Label | None, JudgedBy("serving.tool_call_parser")] = None

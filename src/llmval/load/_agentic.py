@@ -189,6 +189,8 @@ class AgenticRun:
             return None, "no /metrics scrapes around the run"
         if hits.missing:
             return None, hits.missing
+        if hits.impossible:
+            return None, f"no measurement: {hits.impossible} (from {hits.source})"
         sent = sum(t.record.prompt_tokens or 0 for t in self.completed)
         if hits.rate is None:
             if not sent:
@@ -337,7 +339,7 @@ def plot_agentic(runs: list[AgenticRun], path, *, title: str, slo: Slo | None = 
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
     for run in runs:
         label = f"C={run.profile.concurrency}"
-        hits = run.cache_hits.rate if run.cache_hits is not None else None
+        hits = run.cache_hits.rate if run.cache_hits is not None and not run.cache_hits.impossible else None
         label += f", prefix hits {hits:.0%}" if hits is not None else ""
         ok = run.completed
         dots = axes[0].plot([t.record.prompt_tokens or 0 for t in ok], [t.record.ttft_s * 1000 for t in ok], ".",

@@ -26,6 +26,7 @@ import httpx
 
 from ..engines import EngineAdapter
 from ..engines.metrics import Metrics, parse_metrics
+from ..engines.ranges import outside_ranges
 from ..io.http import httpx_errors
 
 
@@ -88,6 +89,11 @@ class WindowDeltas:
     spec_acceptance_rate: float | None
     spec_acceptance_note: str = "no /metrics scrapes around the window"
     """Where the acceptance came from (the adapter's source and quote), or why there is none."""
+    spec_acceptance_impossible: str = ""
+    """Non-empty when the acceptance is outside its physical range (`llmval.engines.ranges`): no measurement."""
+    counters_impossible: str = ""
+    """Non-empty when a counter dropped over the window (the engine restarted, or another server answered a
+    scrape): its deltas, and the other traffic they would reveal, measure nothing."""
 
     def foreign_tokens(self, own_tokens: int) -> float | None:
         """Tokens generated in the window that this run did not ask for (None if not countable)."""
@@ -105,12 +111,19 @@ def window_deltas(before: EngineCounters | None, after: EngineCounters | None) -
         return WindowDeltas(None, None, None, None)
     accepted = after.engine.acceptance(before.metrics, after.metrics)
     note = accepted.missing or f"{accepted.source}: {accepted.quote}".rstrip(": ")
+    names = after.engine.load_counters
+    dropped = outside_ranges([("counter_growth", grown, f"{name}: {getattr(before, key):g} -> {getattr(after, key):g}")
+                              for key, name in (("generation_tokens", names.generation_tokens),
+                                                ("finished_requests", names.finished_requests))
+                              if (grown := delta(key)) is not None])
     return WindowDeltas(
         generation_tokens=delta("generation_tokens"),
         finished_requests=delta("finished_requests"),
-        spec_acceptance_length=accepted.length,
-        spec_acceptance_rate=accepted.rate,
-        spec_acceptance_note=note,
+        spec_acceptance_length=None if accepted.impossible else accepted.length,
+        spec_acceptance_rate=None if accepted.impossible else accepted.rate,
+        spec_acceptance_note=accepted.impossible or note,
+        spec_acceptance_impossible=accepted.impossible,
+        counters_impossible=dropped,
     )
 
 

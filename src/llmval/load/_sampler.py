@@ -28,8 +28,9 @@ import httpx
 
 from ..core.errors import LlmvalError
 from ..engines import EngineAdapter
-from ..engines.base import MEAN_KEYS, OPTIONAL_KEYS, CacheHits
+from ..engines.base import GAUGE_RANGES, MEAN_KEYS, OPTIONAL_KEYS, CacheHits
 from ..engines.metrics import Metrics, parse_metrics
+from ..engines.ranges import out_of_range
 from ..io.http import httpx_errors
 
 DEFAULT_INTERVAL_S = 1.0
@@ -62,6 +63,26 @@ class EngineSamples:
         seen = {**self.gauges, **self.counters}
         return [self.names[k] for k in self.names
                 if k not in OPTIONAL_KEYS and all(v is None for v in seen.get(k, [None]))]
+
+    @property
+    def impossible(self) -> str:
+        """Every sampled figure outside its physical range (`llmval.engines.ranges`: a share above 1, a count below
+        0, a counter that dropped since the window opened), named with the sample's time; "" when none is."""
+        found = []
+        for key, values in {**self.gauges, **self.counters}.items():
+            bound = GAUGE_RANGES.get(key, "counter_growth")
+            for at, value in zip(self.times_s, values, strict=False):
+                if bound is not None and (why := out_of_range(bound, value, values=f"{self.names.get(key, key)} at "
+                                                                                   f"{at:.1f} s")):
+                    found.append(why)
+                    break  # one per series: the first impossible sample names it
+        if self.cache_hits is not None and self.cache_hits.impossible:
+            found.append(self.cache_hits.impossible)
+        drafts, accepted = self.counters.get("spec_drafts"), self.counters.get("spec_accepted_tokens")
+        if drafts and accepted and drafts[-1] and accepted[-1] is not None:
+            found += filter(None, [out_of_range("spec_accept_length", 1 + accepted[-1] / drafts[-1],
+                                                values=f"1 + {accepted[-1]:g} accepted / {drafts[-1]:g} drafts")])
+        return "; ".join(found)
 
     def summary(self) -> dict[str, float | int | None]:
         """Per gauge its max and mean over the samples, per counter its growth over the window, the hit rate."""

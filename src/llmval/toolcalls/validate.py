@@ -1,11 +1,13 @@
 """Judge one tool-call answer: validity (what any client needs) and accuracy (the calls asked for).
 
-Valid: at least one tool call; every call's `arguments` is a JSON object that validates against its
-tool's schema (jsonschema); the answer is not truncated, even when the engine says
-`finish_reason="tool_calls"` (vLLM masks `length` that way, engine.md §2.6): `completion_tokens` must be
-below `max_tokens`; no tool-call markup leaks into `content` or reasoning; a streamed answer joins to the
-same calls as the non-streamed one. Accurate: valid, and the calls equal the expected calls exactly
-(names and argument values; order-free for parallel calls).
+Valid: at least one tool call; every call has the envelope an agent framework needs to run it and answer it
+(`call_envelope_problems`: a non-empty string `id`, unique in the answer, that its tool result names back;
+`type` "function"; a `function` object whose `name` is a tool the request declared), and its `arguments`
+is a JSON object that validates against its tool's schema (jsonschema); the answer is not truncated, even
+when the engine says `finish_reason="tool_calls"` (vLLM masks `length` that way, engine.md §2.6):
+`completion_tokens` must be below `max_tokens`; no tool-call markup leaks into `content` or reasoning; a
+streamed answer joins to the same calls as the non-streamed one. Accurate: valid, and the calls equal the
+expected calls exactly (names and argument values; order-free for parallel calls).
 
 An answer with `finish_reason="abort"` was stopped by the engine itself (SGLang aborts a constrained generation
 when its grammar backend rejects a token): that is the one problem named, `engine_abort`, and what it left
@@ -33,7 +35,7 @@ class Problem:
     """One reason an answer is not valid or not accurate, with a short quoted excerpt."""
 
     kind: str
-    """engine_abort, no_tool_call, http_error, not_json, not_object, schema, truncated, markup_leak,
+    """engine_abort, no_tool_call, http_error, envelope, not_json, not_object, schema, truncated, markup_leak,
     stream_mismatch, unknown_tool, wrong_calls; stream_divergence is a note (valid, same call shape, other
     values). engine_abort stands alone: the others it caused are in its detail."""
     detail: str
@@ -96,6 +98,48 @@ def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+CALL_TYPE = "function"
+"""The one `type` of a tool call the OpenAI chat API defines: a client dispatches on it."""
+
+
+def call_envelope_problems(calls: list[object]) -> list[Problem]:
+    """What keeps an agent framework from running `calls` and answering them, one Problem per call at fault: the
+    call is no JSON object; its `id` is missing, empty or not a string (the tool result names the call it answers by
+    `tool_call_id`; an OpenAI client refuses a call without one), or repeats another call's; its `type` is not
+    "function"; its `function` is no object with a string `name`. The one rule every judge of tool calls applies
+    (the catalogue sweep, the agentic grid, correctness under load: all through `judge`).
+
+    >>> [p.detail for p in call_envelope_problems([{"type": "function", "function": {"name": "f"}}])]
+    ['call 0 (f): no `id` (got None): its tool result cannot name the call it answers']
+    """
+    problems: list[Problem] = []
+    seen: dict[str, int] = {}
+    for index, call in enumerate(calls):
+        if not isinstance(call, dict):
+            problems.append(Problem("envelope", f"call {index}: a JSON {type(call).__name__}, not an object",
+                                    excerpt(_canonical(call))))
+            continue
+        function = call.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        where = f"call {index} ({name})"
+        faults = []
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id.strip():
+            faults.append(f"no `id` (got {call_id!r}): its tool result cannot name the call it answers")
+        elif call_id in seen:
+            faults.append(f"`id` {call_id!r} repeats call {seen[call_id]}'s: a tool result would answer both")
+        else:
+            seen[call_id] = index
+        if call.get("type") != CALL_TYPE:
+            faults.append(f"`type` is {call.get('type')!r}, not {CALL_TYPE!r}")
+        if not isinstance(function, dict):
+            faults.append(f"`function` is {type(function).__name__}, not an object")
+        elif not isinstance(name, str) or not name:
+            faults.append(f"`function.name` is {name!r}, not a tool's name")
+        problems += [Problem("envelope", f"{where}: {fault}", excerpt(_canonical(call))) for fault in faults]
+    return problems
+
+
 def judge(case: ToolCase, answer: Answer, *, max_tokens: int, reference: list[tuple[str, object]] | None = None
           ) -> Verdict:
     """Judge `answer` to `case`; `reference` (the non-streamed calls) turns on the stream-parity check."""
@@ -104,8 +148,11 @@ def judge(case: ToolCase, answer: Answer, *, max_tokens: int, reference: list[tu
     if not answer.tool_calls:
         problems.append(Problem("no_tool_call", f"finish_reason={answer.finish_reason}",
                                 excerpt(answer.content or answer.reasoning)))
+    problems += call_envelope_problems(answer.tool_calls)
     for index, call in enumerate(answer.tool_calls):
-        function = call.get("function") or {}
+        if not isinstance(call, dict):
+            continue  # named by its envelope
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
         name, raw = function.get("name"), function.get("arguments")
         where = f"call {index} ({name})"
         if not isinstance(raw, str):
@@ -175,8 +222,9 @@ def _engine_abort(answer: Answer, consequences: list[Problem]) -> Problem:
     detail = f"finish_reason={ABORT_FINISH_REASON}{tokens}: the engine stopped the generation itself"
     if consequences:
         detail += "; consequences: " + ", ".join(dict.fromkeys(p.kind for p in consequences))
-    arguments = next((c.get("function", {}).get("arguments") for c in answer.tool_calls
-                      if isinstance(c.get("function", {}).get("arguments"), str)), "")
+    functions = [c["function"] for c in answer.tool_calls
+                 if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+    arguments = next((f["arguments"] for f in functions if isinstance(f.get("arguments"), str)), "")
     return Problem("engine_abort", detail, excerpt(answer.content or answer.reasoning or arguments))
 
 
