@@ -16,6 +16,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from ..parsers.envelope import unwrap_log
+
 # ---- vLLM ---------------------------------------------------------------------------------------
 VLLM_ENGINE_CONFIG_RE = re.compile(r"Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: (?P<config>.*)$",
                                    re.M)
@@ -26,15 +28,9 @@ VLLM_CONFIG_SERVED_RE = re.compile(r"(?:^|, )served_model_name=(?P<name>[^,]+)")
 VLLM_NON_DEFAULT_ARGS_RE = re.compile(r"non-default args: (?P<args>\{.*\})\s*$", re.M)
 VLLM_ATTENTION_BACKEND_RE = re.compile(
     r"^.*Using (?:AttentionBackendEnum\.)?(?P<backend>[A-Z_][A-Z0-9_]*) (?:attention )?backend\b.*$", re.M)
-# Ray prefixes a worker's lines with `(RayWorkerWrapper pid=N, ip=A)`, after the engine core's own prefix
-# (`(EngineCore_DP0 pid=1088) (RayWorkerWrapper pid=285, ip=192.168.177.12) ...`); workers on the head's own node
-# print no `ip=` at all (`(RayWorkerWrapper pid=285) ...`).
-# vLLM's Ray workers as Ray prefixes their forwarded lines: `(RayWorkerWrapper pid=285, ip=192.168.177.12)` (the
-# older executor, the Sparks' vLLM 0.17) or `(RayWorkerProc pid=3686)` (vLLM 0.24's default one); no `ip=` on the
-# driver's own node.
-VLLM_RAY_WORKER_RE = re.compile(
-    r"^(?:\([\w.]+ pid=\d+\) )*\((?P<actor>RayWorkerWrapper|RayWorkerProc) pid=(?P<pid>\d+)"
-    r"(?:, ip=(?P<ip>[\d.:a-fA-F]+))?\)", re.M)
+# Ray's worker tags (`(RayWorkerWrapper pid=285, ip=192.168.177.12)`, behind the engine core's own
+# `(EngineCore_DP0 pid=1088)`; no `ip=` on the driver's own node) are read by the envelope stage
+# (`llmval.parsers.envelope`): each line's tags are facts there, its message is what the regexes here read.
 # The multiprocessing executor across nodes (no Ray): `world_size=2, local_world_size=1` on each node's leader.
 VLLM_WORLD_SIZE_RE = re.compile(r"^.*\bworld_size=(?P<world>\d+), local_world_size=(?P<local>\d+).*$", re.M)
 # An enum's repr inside a printed dict: `<DynamicShapesType.BACKED: 'backed'>`, `<CUDAGraphMode.FULL: (2, 1)>`.
@@ -124,7 +120,6 @@ class LogLine:
     quote: str
 
 
-ANSI_RE = re.compile(r"\x1b\[[\d;]*m")
 OPENERS, CLOSERS = "([{<", ")]}>"
 
 
@@ -276,22 +271,10 @@ def _last(pattern: re.Pattern, text: str) -> re.Match | None:
     return found
 
 
-def _latest_start(text: str, marker: re.Pattern) -> str:
-    """The part of a log from the latest start marker on (a log file may hold several runs)."""
-    found = _last(marker, text)
-    if found is None:
-        return text
-    line_start = text.rfind("\n", 0, found.start()) + 1
-    return text[line_start:]
-
-
-
-
-
 def parse_vllm_log(text: str) -> VllmLogFacts:
     """Facts from a vLLM API-server log (the latest start in it)."""
-    text = ANSI_RE.sub("", text)
-    text = _latest_start(text, VLLM_NON_DEFAULT_ARGS_RE) if VLLM_NON_DEFAULT_ARGS_RE.search(text) else text
+    log = unwrap_log(text).since_last(VLLM_NON_DEFAULT_ARGS_RE)
+    text = log.text
     facts: dict = {}
     if engine := _last(VLLM_ENGINE_CONFIG_RE, text):
         config = engine["config"]
@@ -319,22 +302,22 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
     facts["fp8_kv_quotes"] = tuple(quotes)
     facts["attention_backends"] = tuple(LogLine(m["backend"], m.group(0).strip())
                                         for m in VLLM_ATTENTION_BACKEND_RE.finditer(text))
-    workers = list(VLLM_RAY_WORKER_RE.finditer(text))
+    workers = [(line, worker) for line in log.lines if (worker := line.ray_worker) is not None]
     # Two raylets on one machine share its session folder, so the second node's log monitor forwards the head's
     # worker files too, as `ip=<second node>` with the head worker's pid (seen on the lent H200, 2026-12-02): a
     # remote ip whose every pid is also a local worker's is that echo, not a node
-    local_pids = {m["pid"] for m in workers if not m["ip"]}
+    local_pids = {str(w.pid) for _, w in workers if not w.ip}
     remote: dict[str, set[str]] = {}
-    for m in workers:
-        if m["ip"]:
-            remote.setdefault(m["ip"], set()).add(m["pid"])
+    for _, w in workers:
+        if w.ip:
+            remote.setdefault(w.ip, set()).add(str(w.pid))
     facts["ray_worker_ips"] = tuple(sorted(ip for ip, pids in remote.items() if not pids <= local_pids))
     if echoes := sorted(ip for ip, pids in remote.items() if pids <= local_pids):
         facts["ray_echo_quote"] = (f"not counted: {', '.join(echoes)} (lines forwarded with a head worker's pid "
                                    f"{', '.join(sorted(local_pids))}: another raylet's log monitor on the same "
                                    "machine)")
-    if local := next((m for m in workers if not m["ip"]), None):
-        facts["ray_local_worker_quote"] = text[local.start():text.find("\n", local.start())].strip()[:300]
+    if local := next((line for line, w in workers if not w.ip), None):
+        facts["ray_local_worker_quote"] = local.line.strip()[:300]
     if m := _last(VLLM_WORLD_SIZE_RE, text):
         facts["world_size"], facts["local_world_size"] = int(m["world"]), int(m["local"])
         facts["world_size_quote"] = m.group(0).strip()[:300]
@@ -381,7 +364,7 @@ def _arg_value(raw: str) -> object:
 
 def parse_sglang_log(text: str) -> SglangLogFacts:
     """Facts from an SGLang server log (the latest start in it)."""
-    text = _latest_start(text, SGLANG_SERVER_ARGS_RE)
+    text = unwrap_log(text).since_last(SGLANG_SERVER_ARGS_RE).text
     facts: dict = {}
     facts["kv_dtypes"] = tuple(LogLine(normalize_dtype(m["dtype"]) or "", m.group(0).strip())
                                for m in SGLANG_KV_DTYPE_RE.finditer(text))
@@ -428,7 +411,7 @@ def last_error_statements(text: str, limit: int = 3) -> list[str]:
     True
     """
     found: dict[str, str] = {}
-    for line in ANSI_RE.sub("", text).splitlines():
+    for line in unwrap_log(text).quotable.splitlines():
         statement = LOG_RECORD_PREFIX_RE.sub("", line, count=1)
         if not statement.strip() or TRACEBACK_NOISE_RE.match(statement):
             continue
@@ -449,7 +432,7 @@ def first_death_statement(text: str) -> str:
     >>> first_death_statement(line + " unexpectedly, shutting down executor.\\nRuntimeError: Executor failed.")[68:]
     'RayWorkerProc rank=[0] died unexpectedly, shutting down executor.'
     """
-    for line in ANSI_RE.sub("", text).splitlines():
+    for line in unwrap_log(text).quotable.splitlines():
         if DEATH_RE.search(line):
             return line.rstrip()
     return ""
