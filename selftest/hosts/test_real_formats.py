@@ -25,7 +25,7 @@ from llmval.launch import parse_gpu_memory_used_mib
 from llmval.launch._stack import Stack
 from llmval.parsers.nccl import parse_nccl_log
 from llmval.parsers.nvidia_smi import parse_nvidia_smi_query
-from llmval.parsers.proxmox import parse_lxc_conf, parse_vm_conf
+from llmval.parsers.proxmox import denied_device_nodes, parse_device_nodes, parse_lxc_conf, parse_vm_conf
 from selftest.strategies import ROOT
 
 REAL_OUTPUTS = ROOT.parent / "shared" / "reference" / "real-outputs"
@@ -182,3 +182,41 @@ def test_a_lost_gpu_is_named_in_nvidia_smis_own_words(tmp_path):
     assert facts.gpus_lost() == "nvidia-smi says the GPUs are gone: exit code 6: No devices were found"
     with pytest.raises(GpusLost):
         facts.gpus()
+
+
+# SYNTHESIZED in `pct config` form (pve-docs pct.adoc): the two-GPU container of the seeds with its uvm allow line
+# gone, and a node whose nvidia-uvm driver got major 510 at load (Linux `/proc/devices`, coreutils `ls -l`).
+LXC_UVM_ALLOW_REMOVED = """lxc.cgroup2.devices.allow: c 195:* rwm
+lxc.mount.entry: /dev/nvidia0 dev/nvidia0 none bind,optional,create=file
+lxc.mount.entry: /dev/nvidia1 dev/nvidia1 none bind,optional,create=file
+lxc.mount.entry: /dev/nvidiactl dev/nvidiactl none bind,optional,create=file
+lxc.mount.entry: /dev/nvidia-uvm dev/nvidia-uvm none bind,optional,create=file
+lxc.mount.entry: /dev/nvidia-caps dev/nvidia-caps none bind,optional,create=dir
+"""
+NODE_DEVICES_510 = """Character devices:
+195 nvidia-frontend
+236 nvidia-caps
+510 nvidia-uvm
+
+Block devices:
+  8 sd
+crw-rw-rw- 1 root root 195,   0 Dec  6 09:12 /dev/nvidia0
+crw-rw-rw- 1 root root 195,   1 Dec  6 09:12 /dev/nvidia1
+drwxr-xr-x 2 root root      80 Dec  6 09:12 /dev/nvidia-caps
+cr-------- 1 root root 236,   1 Dec  6 09:12 /dev/nvidia-caps/nvidia-cap1
+crw-rw-rw- 1 root root 510,   0 Dec  6 09:12 /dev/nvidia-uvm
+crw-rw-rw- 1 root root 195, 255 Dec  6 09:12 /dev/nvidiactl
+"""
+
+
+def test_lxc_without_the_uvm_allow_is_denied_by_the_nodes_real_major():
+    """Issue 44.2: a 195-only rule used to pass "all 2 bind-mounted nodes allowed"; CUDA then fails at its first
+    allocation (no /dev/nvidia-uvm). Every bind-mounted node is judged by the major the node really gave it."""
+    conf, devices = parse_lxc_conf(LXC_UVM_ALLOW_REMOVED), parse_device_nodes(NODE_DEVICES_510)
+    assert denied_device_nodes(conf, devices) == {"/dev/nvidia-caps/nvidia-cap1": "c 236:1 not allowed",
+                                                  "/dev/nvidia-uvm": "c 510:0 not allowed"}
+    fixed = parse_lxc_conf(LXC_UVM_ALLOW_REMOVED + "lxc.cgroup2.devices.allow: c 510:* rwm\n"
+                           "lxc.cgroup2.devices.allow: c 236:* rwm\n")
+    assert denied_device_nodes(fixed, devices) == {}
+    unloaded = parse_device_nodes("Character devices:\n195 nvidia-frontend\n\nBlock devices:\n  8 sd\n")
+    assert "/dev/nvidia-uvm" in denied_device_nodes(fixed, unloaded)  # uvm not loaded: its major unknown

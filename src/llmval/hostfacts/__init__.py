@@ -111,7 +111,7 @@ from .gpu_health import (  # noqa: E402
 )
 from .nccl import NCCL_DOCKER, NCCL_FILE, NCCL_JOURNAL  # noqa: E402
 from .network import IP_ADDR  # noqa: E402
-from .proxmox import LXC_CONF, PCI_DRIVERS, VM_CONF  # noqa: E402
+from .proxmox import LXC_CONF, NVIDIA_DEVICE_NODES, PCI_DRIVERS, VM_CONF  # noqa: E402
 from .ray import (  # noqa: E402
     RAY_ACTORS,
     RAY_ACTORS_DOCKER,
@@ -147,6 +147,7 @@ __all__ = [
     "NCCL_FILE",
     "NCCL_JOURNAL",
     "NUMBER",
+    "NVIDIA_DEVICE_NODES",
     "OFF_BUS_DMESG",
     "OFF_BUS_JOURNAL",
     "P2P_READ",

@@ -17,8 +17,8 @@ passes `unwrap_line`/`unwrap_log` before any parser sees it: the envelope is str
   `[repeated 15x across cluster]` and, on the first deduplicated line of a run, the notice
   `(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or see ... )`.
 
-    >>> e = unwrap_line("\\x1b[2m\\x1b[36m(RayWorkerWrapper pid=285, ip=192.168.177.12)\\x1b[0m NCCL_P2P_DISABLE set by "
-    ...                 "environment to 1. \\x1b[32m[repeated 15x across cluster]\\x1b[0m")
+    >>> e = unwrap_line("\\x1b[2m\\x1b[36m(RayWorkerWrapper pid=285, ip=192.168.177.12)\\x1b[0m NCCL_P2P_DISABLE set "
+    ...                 "by environment to 1. \\x1b[32m[repeated 15x across cluster]\\x1b[0m")
     >>> e.message, e.repeated, e.ray_worker.ip
     ('NCCL_P2P_DISABLE set by environment to 1.', 15, '192.168.177.12')
 """

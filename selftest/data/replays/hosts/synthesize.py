@@ -167,17 +167,38 @@ def query_rows(gpus: list[tuple[str, str, str, str, str]]) -> str:
                    for i, (name, bus, driver, cap, mem) in enumerate(gpus))
 
 
-def lxc_conf(gpu_minors: list[int]) -> str:
+UVM_MAJOR, CAPS_MAJOR = 509, 511
+"""kpro6's nvidia-uvm and nvidia-caps majors (placeholders: the kernel gives them out at load time)."""
+
+
+def lxc_conf(gpu_minors: list[int], uvm_allowed: bool = True) -> str:
     lines = ["arch: amd64", "cores: 64", "features: nesting=1", "hostname: kpro6-llm", "memory: 393216",
              "net0: name=eth0,bridge=vmbr0,hwaddr=BC:24:11:5A:01:29,ip=dhcp,type=veth", "ostype: ubuntu",
              "rootfs: local-zfs:subvol-129-disk-0,size=800G", "swap: 0", "unprivileged: 0",
-             "lxc.cgroup2.devices.allow: c 195:* rwm", "lxc.cgroup2.devices.allow: c 509:* rwm"]
+             "lxc.cgroup2.devices.allow: c 195:* rwm"]
+    lines += [f"lxc.cgroup2.devices.allow: c {UVM_MAJOR}:* rwm"] if uvm_allowed else []
     lines += [f"lxc.mount.entry: /dev/nvidia{m} dev/nvidia{m} none bind,optional,create=file" for m in gpu_minors]
     lines += [f"lxc.mount.entry: /dev/{n} dev/{n} none bind,optional,create=file"
               for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")]
     # a snapshot section from before the split: the parser must stop at the first [section]
     lines += ["", "[pre-split]", "arch: amd64", "hostname: kpro6-llm", "snaptime: 1760000000"]
     lines += [f"lxc.mount.entry: /dev/nvidia{m} dev/nvidia{m} none bind,optional,create=file" for m in range(8)]
+    return "\n".join(lines) + "\n"
+
+
+def device_nodes(gpu_minors: list[int]) -> str:
+    """`cat /proc/devices; ls -ld /dev/nvidia* /dev/nvidia-caps/*` on the node (formats: Linux fs/proc/devices.c
+    `%3d %s`, coreutils `ls -l` of character devices; `ls -d` shows the nvidia-caps folder as a `d` line)."""
+    lines = ["Character devices:", "  1 mem", "  4 /dev/vc/0", "  4 tty", "  5 /dev/tty", "136 pts",
+             "195 nvidia-frontend", f"{UVM_MAJOR} nvidia-uvm", f"{CAPS_MAJOR} nvidia-caps", "", "Block devices:",
+             "  8 sd", "259 blkext"]
+    row = "crw-rw-rw- 1 root root {:>3}, {:>3} Dec  1 19:58 {}"
+    lines += [row.format(195, m, f"/dev/nvidia{m}") for m in gpu_minors]
+    lines += ["drwxr-xr-x 2 root root      80 Dec  1 19:58 /dev/nvidia-caps",
+              row.format(CAPS_MAJOR, 1, "/dev/nvidia-caps/nvidia-cap1").replace("crw-rw-rw-", "cr--------"),
+              row.format(CAPS_MAJOR, 2, "/dev/nvidia-caps/nvidia-cap2").replace("crw-rw-rw-", "cr--r--r--"),
+              row.format(195, 254, "/dev/nvidia-modeset"), row.format(UVM_MAJOR, 0, "/dev/nvidia-uvm"),
+              row.format(UVM_MAJOR, 1, "/dev/nvidia-uvm-tools"), row.format(195, 255, "/dev/nvidiactl")]
     return "\n".join(lines) + "\n"
 
 
@@ -226,7 +247,8 @@ def kpro6_answers(inv: Inventory, variant: str) -> Answers:
     put("kpro6", hf.PCI_DRIVERS.render(), pci_listing({**dict.fromkeys(ct_bus, "nvidia"),
                                                        **dict.fromkeys(vm_bus, "vfio-pci")}))
     put("kpro6", hf.SMI_XML.render(), smi_xml(KPRO6_DRIVER, "13.0", [(b, RTX, i) for i, b in enumerate(ct_bus)]))
-    put("kpro6", hf.LXC_CONF.render(id=lxc.id), lxc_conf(list(range(len(ct_bus)))))
+    put("kpro6", hf.LXC_CONF.render(id=lxc.id), lxc_conf(list(range(len(ct_bus))), variant != "uvm-not-allowed"))
+    put("kpro6", hf.NVIDIA_DEVICE_NODES.render(), device_nodes(list(range(len(ct_bus) + len(vm_bus)))))
     put("kpro6", hf.VM_CONF.render(id=vm.id), vm_conf(vm_bus[:-1] if variant == "gpu-missing-from-split" else vm_bus))
     # the node's kernel log holds the container's Xid lines (hosts.gpus.health.kernel_log_via = "kpro6"); an Xid 79
     # earlier in this boot, the GPU back after a reset (listed again, so only the xid check sees it)
@@ -439,7 +461,7 @@ def real_answers() -> Answers:
 
 
 KPRO6_VARIANTS = ("healthy", "wrong-cc", "gpu-missing-from-split", "p2p-channel", "p2p-lifted", "pcie-downtrained",
-                  "ecc-uncorrectable", "row-remap-pending", "xid79", "thermal-slowdown")
+                  "ecc-uncorrectable", "row-remap-pending", "xid79", "thermal-slowdown", "uvm-not-allowed")
 SPARK_VARIANTS = ("healthy", "wrong-cc", "socket-transport", "model-hash-mismatch", "dead-ray-worker", "glm-running")
 
 
