@@ -105,7 +105,7 @@ def test_the_first_zombie_recording_is_judged_from_what_it_holds(pytester):
     result, outcomes = run_hosts(pytester, "--inventory", str(real / "inventory.toml"), "--replay",
                                  str(pytester.path / "first"), "-p", "no:xdist")
     short = {n.split("::")[1]: o for n, o in outcomes.items()}
-    outcome, message = short["test_no_zombie_gpu_workers[h200]"]
+    outcome, _ = short["test_no_zombie_gpu_workers[h200]"]
     assert outcome == "failed", result.stdout.str()[-3000:]
     verdict = next(t for t in json.loads((pytester.path / "reports" / "results.json").read_text())["tests"]
                    if "zombie" in t["nodeid"])["verdicts"][-1]
