@@ -552,11 +552,23 @@ class EngineAdapter:
         return CacheHits(None, None, None, "/metrics", missing=f"engine {cls.kind!r} exposes no prefix-cache "
                                                                "counters")
 
+    def log_acceptance(self) -> Acceptance:
+        """Speculative acceptance as the engine's own log states it (its latest periodic line: vLLM's
+        `SpecDecoding metrics:`, SGLang's `accept len`); engines override it. NotExposed when no log is declared."""
+        return Acceptance(None, None, "engine log", missing=f"engine {self.kind!r} logs no speculative acceptance")
+
     def accept_length(self, before: Metrics, after: Metrics) -> Fact:
-        """`acceptance` as a Fact (length rounded to 3 places); NotExposed when the counters are absent."""
+        """`acceptance` as a Fact (length rounded to 3 places); where /metrics has no acceptance counters, the
+        engine log's latest acceptance line (`log_acceptance`), the source saying so; NotExposed when neither."""
         found = self.acceptance(before, after)
         if found.missing:
-            raise NotExposed(f"[{self.spec.name}] {found.missing}")
+            try:
+                logged = self.log_acceptance()
+            except LlmvalError as error:  # no log declared, not the serving engine's (StaleEvidence), not recorded
+                logged = Acceptance(None, None, "engine log", missing=str(error).splitlines()[0][:300])
+            if logged.missing or logged.length is None:
+                raise NotExposed(f"[{self.spec.name}] {found.missing}; the engine log: {logged.missing or 'no value'}")
+            return Fact(round(logged.length, 3), f"{logged.source} (/metrics: {found.missing})", logged.quote)
         return Fact(None if found.length is None else round(found.length, 3), found.source, found.quote)
 
     @classmethod

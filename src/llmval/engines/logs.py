@@ -39,6 +39,55 @@ VLLM_CROSS_NODE_RE = re.compile(r"^.*Custom allreduce is disabled because this p
                                 re.M)
 VLLM_AUTO_TOOL_RE = re.compile(r"^.*\"auto\" tool choice has been enabled.*$", re.M)
 
+# vLLM v1's periodic spec-decode line (vllm/v1/spec_decode/metrics.py `SpecDecodingLogging.log`, every
+# --log-stats-interval while the engine decodes, over the interval since the previous one): `SpecDecoding metrics:
+# Mean acceptance length: 2.87, Accepted throughput: 35.90 tokens/s, Drafted throughput: 57.60 tokens/s, Accepted:
+# 359 tokens, Drafted: 576 tokens, Per-position acceptance rate: 0.792, 0.646, 0.432, Avg Draft acceptance rate:
+# 62.3%` (older v1 releases put `Draft acceptance rate: 62.3%` first); each field is read on its own.
+VLLM_SPEC_DECODING_RE = re.compile(r"SpecDecoding metrics: (?P<fields>.*)$")
+SPEC_MEAN_RE = re.compile(r"Mean acceptance length: (?P<v>[\d.]+)")
+SPEC_ACCEPTED_RE = re.compile(r"(?:^|, )Accepted: (?P<v>\d+) tokens")
+SPEC_DRAFTED_RE = re.compile(r"(?:^|, )Drafted: (?P<v>\d+) tokens")
+SPEC_PER_POSITION_RE = re.compile(r"Per-position acceptance rate: (?P<v>[\d.]+(?:, [\d.]+)*)")
+
+
+@dataclass(frozen=True)
+class SpecDecodingInterval:
+    """One `SpecDecoding metrics:` line of vLLM: the acceptance over one logging interval."""
+
+    mean_length: float | None
+    accepted: int | None
+    drafted: int | None
+    per_position: tuple[float, ...]
+    quote: str
+
+    @property
+    def rate(self) -> float | None:
+        return self.accepted / self.drafted if self.accepted is not None and self.drafted else None
+
+
+def parse_spec_decoding(message: str) -> SpecDecodingInterval | None:
+    """The fields of one `SpecDecoding metrics:` message (None when it is no such line).
+
+    >>> parse_spec_decoding("SpecDecoding metrics: Mean acceptance length: 2.87, Accepted throughput: 35.90 tokens/s, "
+    ...                     "Drafted throughput: 57.60 tokens/s, Accepted: 359 tokens, Drafted: 576 tokens, "
+    ...                     "Per-position acceptance rate: 0.792, 0.646, Avg Draft acceptance rate: 62.3%").per_position
+    (0.792, 0.646)
+    """
+    m = VLLM_SPEC_DECODING_RE.search(message)
+    if m is None:
+        return None
+    fields = m["fields"]
+
+    def first(pattern: re.Pattern, cast):
+        found = pattern.search(fields)
+        return cast(found["v"]) if found else None
+
+    per_position = first(SPEC_PER_POSITION_RE, lambda v: tuple(float(x) for x in v.split(", "))) or ()
+    return SpecDecodingInterval(first(SPEC_MEAN_RE, float), first(SPEC_ACCEPTED_RE, int),
+                                first(SPEC_DRAFTED_RE, int), per_position, message.strip()[:400])
+
+
 # ---- SGLang -------------------------------------------------------------------------------------
 SGLANG_KV_DTYPE_RE = re.compile(r"^.*Using KV cache dtype: (?P<dtype>torch\.\w+).*$", re.M)
 SGLANG_KV_ALLOC_RE = re.compile(
@@ -231,7 +280,12 @@ class VllmLogFacts:
     model_dtype: str | None = None
     kv_cache_dtype: str | None = None
     tensor_parallel_size: int | None = None
+    tensor_parallel_size_quote: str = ""
+    """The line that states it: the engine-config line, else `non-default args` (a log whose config line is cut)."""
     served_model_name: str | None = None
+    served_model_names: tuple[str, ...] = ()
+    """Every alias `--served-model-name a b` gives (`non-default args` lists them all; the engine-config line
+    prints the first only)."""
     engine_config_quote: str = ""
     non_default_args: dict = field(default_factory=dict)
     non_default_args_quote: str = ""
@@ -249,6 +303,8 @@ class VllmLogFacts:
     world_size_quote: str = ""
     cross_node_quote: str = ""
     auto_tool_choice_quote: str = ""
+    spec_decoding: tuple[SpecDecodingInterval, ...] = ()
+    """Every `SpecDecoding metrics:` line of the current start, oldest first."""
 
     @property
     def tool_call_parser(self) -> str | None:
@@ -286,6 +342,7 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
             facts["kv_cache_dtype"] = m["kv"]
         if m := VLLM_CONFIG_TP_RE.search(config):
             facts["tensor_parallel_size"] = int(m["tp"])
+            facts["tensor_parallel_size_quote"] = engine.group(0)[:300]
         if m := VLLM_CONFIG_SERVED_RE.search(config):
             facts["served_model_name"] = m["name"].strip()
     if args := _last(VLLM_NON_DEFAULT_ARGS_RE, text):
@@ -294,6 +351,18 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
             facts["non_default_args"] = parse_printed_dict(args["args"])
         except ValueError as error:
             facts["non_default_args_error"] = str(error)
+    args_dict = facts.get("non_default_args", {})
+    if facts.get("tensor_parallel_size") is None and isinstance(tp := args_dict.get("tensor_parallel_size"), int):
+        facts["tensor_parallel_size"] = tp
+        facts["tensor_parallel_size_quote"] = f"non-default args: 'tensor_parallel_size': {tp}"
+    aliases = args_dict.get("served_model_name")
+    if isinstance(aliases, str):
+        aliases = [aliases]
+    if isinstance(aliases, (list, tuple)) and aliases and all(isinstance(a, str) for a in aliases):
+        facts["served_model_names"] = tuple(aliases)
+        facts.setdefault("served_model_name", aliases[0])
+    elif facts.get("served_model_name"):
+        facts["served_model_names"] = (facts["served_model_name"],)
     quotes = [line.strip()[:300] for _, line in _quantized_kv_lines(text)]
     if is_quantized_kv(facts.get("kv_cache_dtype")):
         quotes.append(f"engine config (v{facts['version']}): kv_cache_dtype={facts['kv_cache_dtype']}")
@@ -325,6 +394,8 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
         facts["cross_node_quote"] = m.group(0).strip()
     if m := VLLM_AUTO_TOOL_RE.search(text):
         facts["auto_tool_choice_quote"] = m.group(0).strip()
+    facts["spec_decoding"] = tuple(i for line in log.lines if "SpecDecoding" in line.message
+                                   and (i := parse_spec_decoding(line.message)) is not None)
     return VllmLogFacts(**facts)
 
 
@@ -350,6 +421,8 @@ class SglangLogFacts:
     server_args: dict = field(default_factory=dict)
     server_args_quote: str = ""
     accept_lengths: tuple[float, ...] = ()
+    accept_quote: str = ""
+    """The latest `Decode batch. ... accept len: ...` line (what the acceptance read from the log quotes)."""
     context_len: int | None = None
     fp8_kv_quotes: tuple[str, ...] = ()
 
@@ -376,7 +449,12 @@ def parse_sglang_log(text: str) -> SglangLogFacts:
     if args := _last(SGLANG_SERVER_ARGS_RE, text):
         facts["server_args"] = {m["key"]: _arg_value(m["value"]) for m in SGLANG_ARG_RE.finditer(args["args"])}
         facts["server_args_quote"] = args.group(0)[:400]
-    facts["accept_lengths"] = tuple(float(m["len"]) for m in SGLANG_ACCEPT_RE.finditer(text))
+    accepts = list(SGLANG_ACCEPT_RE.finditer(text))
+    facts["accept_lengths"] = tuple(float(m["len"]) for m in accepts)
+    if accepts:
+        start = text.rfind("\n", 0, accepts[-1].start()) + 1
+        end = text.find("\n", accepts[-1].start())
+        facts["accept_quote"] = text[start:end if end >= 0 else len(text)].strip()[:400]
     if m := _last(SGLANG_CAPACITY_RE, text):
         facts["context_len"] = int(m["ctx"])
     quotes = [line.strip()[:300] for _, line in _quantized_kv_lines(text)]
