@@ -337,10 +337,15 @@ def ip_addr_json(ib_ip: str, external: str | None) -> str:
     return json.dumps(links) + "\n"
 
 
-def container_json(name: str, image: str, running: bool, env: dict[str, str]) -> str:
+def container_json(name: str, image: str, running: bool, env: dict[str, str], oom_loop: bool = False) -> str:
+    """`docker inspect` (moby's State object; `RestartCount` beside it). `oom_loop`: a restart policy bringing back an
+    engine the kernel OOM-kills at every start (status `restarting`, OOMKilled, exit 137, 14 restarts)."""
     state = {"Status": "running" if running else "exited", "Running": running, "Paused": False, "Restarting": False,
-             "ExitCode": 0 if running else 137, "Pid": 4242 if running else 0}
+             "OOMKilled": False, "Dead": False, "ExitCode": 0 if running else 137, "Pid": 4242 if running else 0}
+    if oom_loop:
+        state.update(Status="restarting", Running=True, Restarting=True, OOMKilled=True, ExitCode=137, Pid=0)
     doc = [{"Id": hashlib.sha256(name.encode()).hexdigest(), "Name": f"/{name}", "State": state,
+            **({"RestartCount": 14} if oom_loop else {}),
             "Image": "sha256:" + hashlib.sha256(image.encode()).hexdigest(),
             "Config": {"Image": image, "Env": [f"{k}={v}" for k, v in env.items()]}}]
     return json.dumps(doc, indent=4) + "\n"
@@ -368,7 +373,8 @@ def spark_answers(inv: Inventory, variant: str) -> Answers:
         put(name, hf.IP_ADDR.render(), ip_addr_json(ips[name], "10.1.230.180" if name == "spark1" else None))
         env = {"PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
                **spec.env.required, "VLLM_HOST_IP": ips[name], "NVIDIA_VISIBLE_DEVICES": "all"}
-        put(name, hf.CONTAINER_INSPECT.render(name="vllm-qwen35"), container_json("vllm-qwen35", IMAGE, True, env))
+        put(name, hf.CONTAINER_INSPECT.render(name="vllm-qwen35"),
+            container_json("vllm-qwen35", IMAGE, True, env, oom_loop=variant == "engine-oom-loop" and name == "spark2"))
         glm = variant == "glm-running" and name == "spark1"
         put(name, hf.CONTAINER_INSPECT.render(name="vllm-glm-4.7-flash"),
             container_json("vllm-glm-4.7-flash", "vllm/vllm-openai:v0.11.0", glm, {"PATH": "/usr/bin"}))
@@ -462,7 +468,8 @@ def real_answers() -> Answers:
 
 KPRO6_VARIANTS = ("healthy", "wrong-cc", "gpu-missing-from-split", "p2p-channel", "p2p-lifted", "pcie-downtrained",
                   "ecc-uncorrectable", "row-remap-pending", "xid79", "thermal-slowdown", "uvm-not-allowed")
-SPARK_VARIANTS = ("healthy", "wrong-cc", "socket-transport", "model-hash-mismatch", "dead-ray-worker", "glm-running")
+SPARK_VARIANTS = ("healthy", "wrong-cc", "socket-transport", "model-hash-mismatch", "dead-ray-worker", "glm-running",
+                  "engine-oom-loop")
 
 
 def write(folder: Path, answers: Answers, stem: str) -> None:
