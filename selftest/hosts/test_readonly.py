@@ -59,7 +59,8 @@ def test_every_declared_command_is_used_by_some_recording_or_live_self_test():
     # the readiness watch's reads are never recorded (waiting is not evidence): selftest/launch and
     # test_command_path.py send them (the zombie reads of issue 21.2 are in the REAL-h200-vllm-0.24.0-* recordings);
     # the kernel-gpu reads (issue 21.5, and the kernel-gpu-events reads of issue 31.8) by test_gpu_health.py's live
-    # runs over fake journalctl/dmesg (recordings made before them are answered by the reads they superseded); the
+    # runs over fake journalctl/dmesg (recordings made before them are answered by the reads they superseded), as are
+    # the kernel-gpu-gsp reads of issue 44.9; the
     # engine-log error reads (issue 31.2) by test_dead_engine.py (live on a file, and replayed: no committed recording
     # was made after them yet)
     watch = {"watch-unit", "watch-journal", "watch-container", "watch-container-logs", "watch-file"}
@@ -70,7 +71,8 @@ def test_every_declared_command_is_used_by_some_recording_or_live_self_test():
     assert {c.name for c in READ_ONLY} - used <= {"nccl-docker", "process-matches", "process-environ",
                                                    "engine-log-file", "engine-log-docker", "kernel-gpu-journal",
                                                    "kernel-gpu-dmesg", "kernel-gpu-events-journal",
-                                                   "kernel-gpu-events-dmesg", *watch, *errors, *ray}
+                                                   "kernel-gpu-events-dmesg", "kernel-gpu-gsp-journal",
+                                                   "kernel-gpu-gsp-dmesg", *watch, *errors, *ray}
 
 
 def test_every_fact_declares_its_commands_and_section():

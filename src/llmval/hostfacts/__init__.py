@@ -101,6 +101,8 @@ from .files import (  # noqa: E402
 )
 from .gpu import GPU_HOLDERS, GPU_QUERY, P2P_READ, PROC_CGROUP, SMI_XML, GpusLost, holder_is_allowed  # noqa: E402
 from .gpu_health import (  # noqa: E402
+    GSP_KERNEL_DMESG,
+    GSP_KERNEL_JOURNAL,
     KERNEL_GPU_DMESG,
     KERNEL_GPU_JOURNAL,
     OFF_BUS_DMESG,
@@ -135,6 +137,8 @@ __all__ = [
     "GLOB",
     "GPU_HOLDERS",
     "GPU_QUERY",
+    "GSP_KERNEL_DMESG",
+    "GSP_KERNEL_JOURNAL",
     "IP_ADDR",
     "KERNEL_GPU_DMESG",
     "KERNEL_GPU_JOURNAL",

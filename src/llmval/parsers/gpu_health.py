@@ -125,11 +125,21 @@ Some drivers print the PCI ID on the first line (`NVRM: The NVIDIA GPU 0000:01:0
 this system has`), and a log that joins the record shows it on one line."""
 LOST_LINES = 3
 """How many lines the multi-line form spans at most: a tail looks that far back for its head."""
+GSP_TIMEOUT_RE = re.compile(r"NVRM: .*(?:rpcRecvPoll timedout for fn (?P<fn>\d+)|\bGSP Timeout\b|"
+                            r"GSP\b.*\b[Hh]eartbeat\b.*(?:timed? ?out|timeout)|[Hh]eartbeat\b.*\bGSP\b.*time)")
+"""The GPU's firmware (GSP) not answering, as the driver says it beside or instead of an Xid 119 line (open
+kernel modules' kernel_gsp.c / rpc.c): the `_kgspLogXid119: *** GSP Timeout ***` banner, `_issueRpcAndWait:
+rpcRecvPoll timedout for fn 76!` (later timeouts, after the first Xid 119 was printed or when it was cut by a grep),
+and GSP heartbeat timeouts. Counted as Xid 119 where no Xid 119 line was printed."""
+GSP_GPU_RE = re.compile(r"\bGPU(?P<n>\d+)\b")
 BOOT_BANNER_RE = re.compile(r"\bLinux version \d")
 """The kernel's first line of every boot: where it shows, the log reaches back to boot."""
 
 XID_MEANINGS = {
     13: "graphics engine exception (usually the application)", 31: "GPU memory page fault (usually the application)",
+    38: "driver firmware error", 109: "context switch timeout (CTXSW)",
+    145: "NVLink RLW error (an NVLink link or fabric error)",
+    149: "NVLink NETIR link event (a link down: NVLink fabric)",
     43: "GPU stopped processing (application fault)", 45: "preemptive cleanup after an earlier error",
     48: "double-bit ECC error", 61: "internal micro-controller breakpoint", 62: "internal micro-controller halt",
     63: "ECC page retirement or row remapping recorded", 64: "ECC page retirement or row remapper failure",
@@ -149,7 +159,8 @@ class XidEvent:
     """As the driver wrote it, e.g. `PCI:0000:01:00`."""
     line: str
     xid_line: bool = True
-    """False for a `GPU has fallen off the bus` line with no Xid line of its GPU (counted as code 79)."""
+    """False for a `GPU has fallen off the bus` line with no Xid line of its GPU (counted as code 79), or a GSP
+    timeout line with no Xid 119 line in the log (counted as code 119)."""
     pci_id: str = ""
     """The multi-line form's `vendor:device` (`10de:26b5`), where the log kept it."""
 
@@ -171,7 +182,7 @@ def parse_xid_lines(text: str) -> list[XidEvent]:
     >>> [(e.code, e.device, e.pci_id) for e in lost]
     [(79, 'PCI:0000:b3:00.0', '10de:26b5')]
     """
-    events, off_bus = [], []
+    events, off_bus, gsp = [], [], []
     lines = [line.strip() for line in text.splitlines()]
     for at, line in enumerate(lines):
         if match := XID_RE.search(line):
@@ -180,8 +191,12 @@ def parse_xid_lines(text: str) -> list[XidEvent]:
             off_bus.append(XidEvent(79, f"PCI:{match['bus']}", line, xid_line=False))
         elif LOST_TAIL_RE.search(line):
             off_bus.append(_lost_gpu(lines[max(0, at - LOST_LINES + 1):at + 1]))
+        elif GSP_TIMEOUT_RE.search(line):
+            gpu = GSP_GPU_RE.search(line.split("NVRM:", 1)[1])
+            gsp.append(XidEvent(119, f"GPU{gpu['n']}" if gpu else "", line, xid_line=False))
     with_xid = {_gpu_key(e.device) for e in events if e.code == 79}
-    return events + [e for e in off_bus if not e.device or _gpu_key(e.device) not in with_xid]
+    gsp = [] if any(e.code == 119 for e in events) else gsp  # the Xid 119 line says it; these are its details
+    return events + [e for e in off_bus if not e.device or _gpu_key(e.device) not in with_xid] + gsp
 
 
 def _lost_gpu(window: list[str]) -> XidEvent:
