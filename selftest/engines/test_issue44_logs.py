@@ -85,3 +85,34 @@ def test_sglang_acceptance_falls_back_to_its_accept_len_lines():
     fact = adapter.accept_length(metrics, metrics)
     assert fact.value == 2.95 and "accept len: 2.95" in fact.quote
     assert fact.source.startswith("engine log: the latest of 2 `Decode batch` accept len lines")
+
+
+# SYNTHESIZED in vLLM's ray_utils.py wording (as public vLLM-on-Ray logs print it: `(EngineCore_DP0 pid=N)`, the
+# record prefix, the 10 s / 20 s backoff of `_wait_until_pg_ready`); pids, times and node ids invented.
+RAY_PREFIX = "(EngineCore_DP0 pid=742) {} 12-06 11:11:{:02d} [ray_utils.py:{}] "
+PLACEMENT = [
+    RAY_PREFIX.format("INFO", 49, 378) + "No current placement group found. Creating a new placement group.",
+    RAY_PREFIX.format("WARNING", 49, 227) + "tensor_parallel_size=2 is bigger than a reserved number of GPUs (1 GPUs) "
+    "in a node 105bc4e57711c6d8124de9ca4ea66c94df13653ce39ff1f0179e31c3. Tensor parallel workers can be spread out to "
+    "2+ nodes which can degrade the performance unless you have fast interconnect across nodes, like Infiniband. To "
+    "resolve this issue, make sure you have more than 2 GPUs available at each node.",
+    RAY_PREFIX.format("INFO", 59, 212) + "Waiting for creating a placement group of specs for 10 seconds. "
+    "specs=[{'node:192.168.200.1': 0.001, 'GPU': 1.0}, {'GPU': 1.0}]. Check `ray status` and `ray list nodes` to "
+    "see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as "
+    "VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node.",
+]
+
+
+def test_a_vllm_waiting_for_its_placement_group_is_named_as_the_cause():
+    """Issue 44.7: the engine never comes up because Ray cannot give the GPUs; none of these lines is an error line,
+    so the last words said only what the error read holds. The stall read's lines now name the cause first."""
+    spec = EndpointSpec(name="spark-vllm", platform="p", base_url="http://engine.test:1", engine="vllm", model="m",
+                        request_timeout_s=1, logs="file:/var/log/vllm.log", host="spark1")
+    client = httpx.Client(base_url="http://engine.test:1", transport=httpx.MockTransport(lambda r: httpx.Response(503)))
+    adapter = adapter_for(spec, client, read_log_errors=lambda: "", read_log_stalls=lambda: "\n".join(PLACEMENT))
+    words = adapter.last_words()
+    assert words.startswith("it waits for GPUs Ray does not give (its placement group): ")
+    assert "Waiting for creating a placement group of specs for 10 seconds" in words
+    assert "holds no error line since its last start" in words
+    silent = adapter_for(spec, client, read_log_errors=lambda: "", read_log_stalls=lambda: "")
+    assert not silent.last_words().startswith("it waits")

@@ -36,7 +36,7 @@ from ..core.errors import (
 from ..inventory import EndpointSpec
 from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
-from .logs import first_death_statement, last_error_statements, normalize_dtype
+from .logs import first_death_statement, last_error_statements, normalize_dtype, placement_group_stall
 from .metrics import Metrics, parse_metrics
 from .stream import StreamedChat, join_chat_stream
 
@@ -226,11 +226,13 @@ class EngineAdapter:
     """What an answer's finish_reason "abort" means on this engine and where its owner looks (tool-call verdicts)."""
 
     def __init__(self, spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
-                 state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None):
+                 state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None,
+                 read_log_stalls: Callable[[], str] | None = None):
         self.spec = spec
         self.client = client
         self._read_log = read_log
         self._read_log_errors = read_log_errors
+        self._read_log_stalls = read_log_stalls
         self.state = state or EndpointState()
 
     def __repr__(self) -> str:
@@ -489,12 +491,24 @@ class EngineAdapter:
             return "the engine log's last error lines: not in this recording (made before the suite read them)"
         except LlmvalError as error:
             return f"the engine log's last error lines not read: {str(error).splitlines()[0]}"
+        stall = self._placement_stall()
+        cause = (f"it waits for GPUs Ray does not give (its placement group): {stall!r}; " if stall else "")
         if not lines:
-            return (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process killed "
-                    "with SIGKILL writes none)")
-        first = f"what died: {death!r}; " if death and death not in lines else ""
+            return cause + (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process "
+                            "killed with SIGKILL writes none)")
+        first = cause + (f"what died: {death!r}; " if death and death not in lines else "")
         before = f"; before it: {' | '.join(repr(x) for x in lines[:-1])}" if len(lines) > 1 else ""
         return f"{first}the engine log's last error: {lines[-1]!r}{before} (from {self.spec.logs})"
+
+    def _placement_stall(self) -> str:
+        """vLLM-under-Ray's placement-group line that says why it never came up (`placement_group_stall`), or ""
+        (no such read, a recording made before it, nothing read)."""
+        if self._read_log_stalls is None:
+            return ""
+        try:
+            return placement_group_stall(self._read_log_stalls())
+        except LlmvalError:
+            return ""
 
     def _not_exposed(self, what: str) -> NotExposed:
         return NotExposed(f"[{self.spec.name}] engine {self.kind!r} exposes no {what}")
