@@ -70,6 +70,8 @@ def test_every_declared_command_is_used_by_some_recording_or_live_self_test():
     # the Ray owner reads in a container (issue 36): the REAL-h200-vllm-ray-* recordings ran Ray on the host, so
     # `docker exec <name> ray list actors|jobs` is in no recording yet
     ray = {"ray-actors-docker", "ray-jobs-docker"}
+    # `ray status` on the host (issue 44.7): the Spark replays run Ray in the container (ray-status-docker)
+    ray |= {"ray-status"}
     assert {c.name for c in READ_ONLY} - used <= {"nccl-docker", "process-matches", "process-environ",
                                                    "engine-log-file", "engine-log-docker", "kernel-gpu-journal",
                                                    "kernel-gpu-dmesg", "kernel-gpu-events-journal",

@@ -51,7 +51,9 @@ BROKEN = {
                                   ["[spark2] hosts.model_files.sha256", "identical to spark1",
                                    "model-00017-of-00026.safetensors: sha256"]),
     "spark-dead-ray-worker": ("test_ray_alive_gpu_nodes[spark1]",
-                              ["[spark1] hosts.ray.alive_gpu_nodes", "192.168.200.2 DEAD", "expected: 2 ALIVE"]),
+                              ["[spark1] hosts.ray.alive_gpu_nodes", "192.168.200.2 DEAD", "expected: 2 ALIVE",
+                               "ray status: 1.0/1.0 GPU (1.0 used of 1.0 reserved in placement groups) (every GPU "
+                               "in use or reserved); demands no node meets"]),
     "spark-engine-oom-loop": ("test_service_running[spark2-vllm-qwen35]",
                               ["[spark2] hosts.service.vllm-qwen35.running", "restarting (exit code 137: SIGKILL",
                                "OOM-killed (State.OOMKilled", "restarted 14 times and restarting now: a restart loop"]),

@@ -121,6 +121,8 @@ from .ray import (  # noqa: E402
     RAY_JOBS_DOCKER,
     RAY_NODES,
     RAY_NODES_DOCKER,
+    RAY_STATUS,
+    RAY_STATUS_DOCKER,
 )
 from .services import CONTAINER_INSPECT, UNIT_SHOW  # noqa: E402
 from .system import UNAME  # noqa: E402
@@ -168,6 +170,8 @@ __all__ = [
     "RAY_JOBS_DOCKER",
     "RAY_NODES",
     "RAY_NODES_DOCKER",
+    "RAY_STATUS",
+    "RAY_STATUS_DOCKER",
     "READ_ONLY",
     "SHA256",
     "SMI_CLOCKS",

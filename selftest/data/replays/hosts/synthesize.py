@@ -428,7 +428,29 @@ def spark_answers(inv: Inventory, variant: str) -> Answers:
                       "labels": {"ray.io/node_id": hashlib.sha256(host.encode()).hexdigest()[:56]},
                       "start_time_ms": 1764472800000, "end_time_ms": 1764473900000 if dead else 0})
     put("spark1", hf.RAY_NODES_DOCKER.render(name="vllm-qwen35"), json.dumps(nodes, indent=2) + "\n")
+    put("spark1", hf.RAY_STATUS_DOCKER.render(name="vllm-qwen35"), ray_status(nodes, variant == "dead-ray-worker"))
     return a
+
+
+def ray_status(nodes: list[dict], dead: bool) -> str:
+    """`ray status` of the two Sparks serving one TP=2 engine: both GPUs reserved by its placement group (format of
+    Ray 2.x's autoscaler summary, `Active:` form; a dead node under `Recent failures:`)."""
+    alive = [n for n in nodes if n["state"] == "ALIVE"]
+    gpus = len(alive)
+    lines = ["======== Autoscaler status: 2026-11-30 03:30:00.000000 ========", "Node status",
+             "-" * 63, "Active:"] + [f" 1 node_{n['node_id']}" for n in alive] + [
+             "Pending:", " (no pending nodes)", "Recent failures:"] + (
+             [f" node_{n['node_id']}: NodeTerminated (ip: {n['node_ip']})" for n in nodes if n["state"] != "ALIVE"]
+             if dead else [" (no failures)"]) + [
+             "", "Resources", "-" * 63, "Usage:",
+             f" {2.0 * gpus:.1f}/{20.0 * gpus:.1f} CPU ({2.0 * gpus:.1f} used of {2.0 * gpus:.1f} reserved in "
+             "placement groups)",
+             f" {float(gpus):.1f}/{float(gpus):.1f} GPU ({float(gpus):.1f} used of {float(gpus):.1f} reserved in "
+             "placement groups)",
+             f" 0B/{80.0 * gpus:.2f}GiB memory", f" 0B/{34.28 * gpus:.2f}GiB object_store_memory", "", "Demands:"] + (
+             [" {'GPU': 1.0, 'CPU': 1.0} * 1 (PACK): 1+ pending placement groups"] if dead else
+             [" (no resource demands)"])
+    return "\n".join(lines) + "\n"
 
 
 # ---- REAL: the H200 x2 captures whose command the contract sends -------------------------------------------
