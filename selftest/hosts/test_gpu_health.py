@@ -505,3 +505,41 @@ def test_xid_codes_of_the_seed_platforms_have_their_meaning():
     assert observed["Xid 109"] == "1x: context switch timeout (CTXSW)"
     assert observed["Xid 145"].startswith("1x: NVLink RLW error") and observed["Xid 149"].startswith("1x: NVLink NETIR")
     assert observed["Xid 171"] == "1x: not in this suite's table: see NVIDIA's Xid catalogue"  # never `?`
+
+
+# ---- issue 44.9: `nvidia-smi -q` text where `-q -x` is not available -------------------------------------------------
+H200 = ROOT / "selftest" / "data" / "real" / "h200x2"
+
+
+def test_the_real_text_report_gives_what_the_real_xml_of_the_same_machine_gives():
+    """REAL pair (one H200 x2 machine, the same minute): `nvidia-smi -q` and `nvidia-smi -q -x`. Every field the text
+    parser maps equals the XML's, and the fields the judges read are all there."""
+    from llmval.parsers.gpu_health import parse_gpu_health_text, parse_nvidia_smi_text
+    from llmval.parsers.nvidia_smi import parse_nvidia_smi_xml
+
+    text, xml = (H200 / "nvidia-smi-q.txt").read_text(), (H200 / "nvidia-smi-q.xml").read_text()
+    assert parse_nvidia_smi_text(text) == parse_nvidia_smi_xml(xml)
+    for from_text, from_xml in zip(parse_gpu_health_text(text), parse_gpu_health_xml(xml), strict=True):
+        assert (from_text.bus_id, from_text.uuid) == (from_xml.bus_id, from_xml.uuid)
+        assert {k: from_xml.fields.get(k) for k in from_text.fields} == from_text.fields
+        assert {"persistence_mode", "performance_state", "pci/pci_gpu_link_info/pcie_gen/current_link_gen",
+                "pci/pci_gpu_link_info/link_widths/current_link_width", "ecc_errors/volatile/dram_uncorrectable",
+                "ecc_errors/aggregate/dram_uncorrectable", "remapped_rows/remapped_row_pending",
+                "remapped_rows/remapped_row_failure", "clocks_event_reasons/clocks_event_reason_hw_thermal_slowdown",
+                "temperature/gpu_temp"} <= set(from_text.fields)
+
+
+def test_a_host_without_xml_output_is_judged_from_the_text_report(tmp_path):
+    """`-q -x` refused (SYNTHESIZED answer: exit 2 and a one-line complaint, as an nvidia-smi build without XML
+    output might give), `-q` answered with the REAL H200 text: the health facts and the SmiLog come from the text."""
+    answers = [{"host": "h", "command": hostfacts.SMI_XML.render(), "rc": 2, "stdout": "",
+                "stderr": "XML output is not supported on this platform\n"},
+               {"host": "h", "command": hostfacts.SMI_TEXT.render(), "rc": 0,
+                "stdout": (H200 / "nvidia-smi-q.txt").read_text(), "stderr": ""}]
+    (tmp_path / "commands-synth.jsonl").write_text(
+        "".join(json.dumps({**a, "duration_s": 0.05, "timed_out": False}) + "\n" for a in answers))
+    facts = HostFacts(connect(HostSpec(name="h", platform="p", transport=LocalTransport()), replay=Replay(tmp_path)))
+    gpus = facts.gpu_health()
+    assert [g.bus_id for g in gpus] == ["0000:00:06.0", "0000:00:07.0"]
+    assert gpus[0].get("pci/pci_gpu_link_info/pcie_gen/current_link_gen") == "5"
+    assert facts.smi_log().driver_version == "580.159.04"

@@ -72,6 +72,8 @@ def test_every_declared_command_is_used_by_some_recording_or_live_self_test():
     ray = {"ray-actors-docker", "ray-jobs-docker"}
     # `ray status` on the host (issue 44.7): the Spark replays run Ray in the container (ray-status-docker)
     ray |= {"ray-status"}
+    # `nvidia-smi -q` (issue 44.9), read only where `-q -x` fails: test_gpu_health.py's replay of that case
+    ray |= {"smi-q-text"}
     assert {c.name for c in READ_ONLY} - used <= {"nccl-docker", "process-matches", "process-environ",
                                                    "engine-log-file", "engine-log-docker", "kernel-gpu-journal",
                                                    "kernel-gpu-dmesg", "kernel-gpu-events-journal",

@@ -99,7 +99,16 @@ from .files import (  # noqa: E402
     group_digests,
     model_digests,
 )
-from .gpu import GPU_HOLDERS, GPU_QUERY, P2P_READ, PROC_CGROUP, SMI_XML, GpusLost, holder_is_allowed  # noqa: E402
+from .gpu import (  # noqa: E402
+    GPU_HOLDERS,
+    GPU_QUERY,
+    P2P_READ,
+    PROC_CGROUP,
+    SMI_TEXT,
+    SMI_XML,
+    GpusLost,
+    holder_is_allowed,
+)
 from .gpu_health import (  # noqa: E402
     GSP_KERNEL_DMESG,
     GSP_KERNEL_JOURNAL,
@@ -175,6 +184,7 @@ __all__ = [
     "READ_ONLY",
     "SHA256",
     "SMI_CLOCKS",
+    "SMI_TEXT",
     "SMI_XML",
     "TEXT",
     "UNAME",

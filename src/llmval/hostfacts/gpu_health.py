@@ -9,10 +9,16 @@ import time
 
 from ..core.errors import ReplayMiss
 from ..gpu.health import RESAMPLE_INTERVAL_S, KernelLog, read_dmesg, read_journal
-from ..parsers.gpu_health import CLOCKS_QUERY_FIELDS, GpuHealth, parse_clocks_query, parse_gpu_health_xml
+from ..parsers.gpu_health import (
+    CLOCKS_QUERY_FIELDS,
+    GpuHealth,
+    parse_clocks_query,
+    parse_gpu_health_text,
+    parse_gpu_health_xml,
+)
 from ._command import Command
 from ._fact import Reader, fact
-from .gpu import SMI_XML
+from .gpu import SMI_TEXT, SMI_XML, from_smi_report
 
 SMI_CLOCKS = Command("smi-clocks", f"nvidia-smi --query-gpu={','.join(CLOCKS_QUERY_FIELDS)} --format=csv,noheader")
 XID_JOURNAL = Command("xid-journal", "journalctl -k -b --no-pager -g 'NVRM: Xid|Linux version'")
@@ -53,10 +59,11 @@ SUPERSEDED = {GSP_KERNEL_JOURNAL: (KERNEL_GPU_JOURNAL, OFF_BUS_JOURNAL, XID_JOUR
 """Each kernel-log read and the reads it superseded, newest first: a replay answers with the first it recorded."""
 
 
-@fact(SMI_XML, section="gpus.health", checks="hosts.gpu.health.*")
+@fact(SMI_XML, SMI_TEXT, section="gpus.health", checks="hosts.gpu.health.*")
 def gpu_health(host: Reader) -> list[GpuHealth]:
-    """Per-GPU health fields (PCIe link, ECC, remapped rows, clocks event reasons...) of `nvidia-smi -q -x`."""
-    return parse_gpu_health_xml(host.smi_xml())
+    """Per-GPU health fields (PCIe link, ECC, remapped rows, clocks event reasons...) of `nvidia-smi -q -x`
+    (`nvidia-smi -q` where no XML: the same fields under the XML's names)."""
+    return from_smi_report(host, parse_gpu_health_xml, parse_gpu_health_text)
 
 
 @fact(SMI_CLOCKS, section="gpus.health", needs=lambda h: False)
