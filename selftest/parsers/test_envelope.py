@@ -33,6 +33,7 @@ DEDUP_NOTICE = ("(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disa
                 "https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html#log-deduplication "
                 "for more options.)")
 ACTORS = ("RayWorkerWrapper", "RayWorkerProc", "RayWorker", "RayWorkerVllm", "EngineCore_DP0", "APIServer",
+          "VllmWorker rank=0", "VllmWorker TP1",
           "VllmAsyncGenerationWorker", "")
 IPS = st.one_of(st.none(), st.ip_addresses(v=4).map(str))
 

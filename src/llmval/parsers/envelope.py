@@ -36,10 +36,12 @@ JOURNAL_PREFIX_RE = re.compile(
 """journald `short` (`Aug 18 19:02:31 sys0 vllm[64835]: `) and `short-iso` (`2026-12-06T23:44:05+0000 ...`)."""
 DOCKER_TIMESTAMP_RE = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) ")
 PROCESS_TAG = (r"\((?:(?P<daemon>raylet|autoscaler|gcs_server|dashboard|monitor)(?: \+[\dhms]+)?|"
-               r"(?:(?P<name>[A-Za-z_][\w.:\-]*) )?pid=(?P<pid>\d+))(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\)")
-"""One process tag: `(Name pid=N, ip=X)`, `(pid=N)`, `(raylet, ip=X)`, `(autoscaler +2m3s)`."""
+               r"(?:(?P<name>[A-Za-z_][\w.:\-]*(?: [A-Za-z_][\w.:\-]*(?:=\w+)?)*) )?pid=(?P<pid>\d+))"
+               r"(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\)")
+"""One process tag: `(Name pid=N, ip=X)`, `(pid=N)`, `(raylet, ip=X)`, `(autoscaler +2m3s)`, and vLLM's own
+multi-word ones (`(VllmWorker rank=0 pid=N)`, `(VllmWorker TP0 pid=N)`)."""
 PROCESS_TAG_RE = re.compile(PROCESS_TAG + r" ?")
-PROCESS_TAGS = r"(?:\((?:[A-Za-z_][\w.:\-]* )?pid=\d+(?:, ip=[0-9A-Fa-f.:]+)?\) ?)"
+PROCESS_TAGS = r"(?:\((?:[A-Za-z_][\w.:\-]*(?: [A-Za-z_][\w.:\-]*(?:=\w+)?)* )?pid=\d+(?:, ip=[0-9A-Fa-f.:]+)?\) ?)"
 """A process tag without named groups, for patterns that must stop where the next tagged record starts (NCCL)."""
 DEDUP_NOTICE_RE = re.compile(r"\s*\(Ray deduplicates logs by default\b.*\)\s*$")
 REPEATED_RE = re.compile(r"\s*\[repeated (?P<n>\d+)x across cluster\]\s*$")
