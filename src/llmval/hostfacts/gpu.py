@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 
-from ..core.errors import CommandFailed, LlmvalError, ReplayMiss
+from ..core.errors import CommandFailed, LlmvalError, ParseError
 from ..gpu.holders import match_name
 from ..parsers.gpu_health import parse_nvidia_smi_text
 from ..parsers.nvidia_smi import (
@@ -87,14 +87,13 @@ def smi_text(host: Reader) -> str:
 
 
 def from_smi_report(host: Reader, from_xml, from_text):
-    """`from_xml(nvidia-smi -q -x)`; where that fails (an nvidia-smi without XML output, or XML it cannot read),
-    `from_text(nvidia-smi -q)`, the same fields under the same names. The XML's error stands when the text cannot
-    be read either (or a recording holds no text read)."""
+    """`from_xml(nvidia-smi -q -x)`; where that fails (an nvidia-smi without XML output: a non-zero exit, or XML it
+    cannot read), `from_text(nvidia-smi -q)`, the same fields under the same names. A timeout or an unreachable host
+    is not asked again (a hung nvidia-smi hangs for `-q` too); the XML's error stands when the text cannot be read
+    either (or a recording holds no text read)."""
     try:
         return from_xml(host.smi_xml())
-    except ReplayMiss:
-        raise
-    except LlmvalError as xml_error:
+    except (CommandFailed, ParseError) as xml_error:
         try:
             return from_text(host.smi_text())
         except LlmvalError:
