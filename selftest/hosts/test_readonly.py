@@ -59,18 +59,26 @@ def test_every_declared_command_is_used_by_some_recording_or_live_self_test():
     # the readiness watch's reads are never recorded (waiting is not evidence): selftest/launch and
     # test_command_path.py send them (the zombie reads of issue 21.2 are in the REAL-h200-vllm-0.24.0-* recordings);
     # the kernel-gpu reads (issue 21.5, and the kernel-gpu-events reads of issue 31.8) by test_gpu_health.py's live
-    # runs over fake journalctl/dmesg (recordings made before them are answered by the reads they superseded); the
+    # runs over fake journalctl/dmesg (recordings made before them are answered by the reads they superseded), as are
+    # the kernel-gpu-gsp reads of issue 44.9; the
     # engine-log error reads (issue 31.2) by test_dead_engine.py (live on a file, and replayed: no committed recording
     # was made after them yet)
     watch = {"watch-unit", "watch-journal", "watch-container", "watch-container-logs", "watch-file"}
     errors = {f"engine-log-{kind}-errors" for kind in ("file", "journal", "docker", "launch")}
+    # the Ray placement-group reads (issue 44.7): by test_issue44_logs.py through an adapter; no recording holds them
+    errors |= {f"engine-log-{kind}-stalls" for kind in ("file", "journal", "docker", "launch")}
     # the Ray owner reads in a container (issue 36): the REAL-h200-vllm-ray-* recordings ran Ray on the host, so
     # `docker exec <name> ray list actors|jobs` is in no recording yet
     ray = {"ray-actors-docker", "ray-jobs-docker"}
+    # `ray status` on the host (issue 44.7): the Spark replays run Ray in the container (ray-status-docker)
+    ray |= {"ray-status"}
+    # `nvidia-smi -q` (issue 44.9), read only where `-q -x` fails: test_gpu_health.py's replay of that case
+    ray |= {"smi-q-text"}
     assert {c.name for c in READ_ONLY} - used <= {"nccl-docker", "process-matches", "process-environ",
                                                    "engine-log-file", "engine-log-docker", "kernel-gpu-journal",
                                                    "kernel-gpu-dmesg", "kernel-gpu-events-journal",
-                                                   "kernel-gpu-events-dmesg", *watch, *errors, *ray}
+                                                   "kernel-gpu-events-dmesg", "kernel-gpu-gsp-journal",
+                                                   "kernel-gpu-gsp-dmesg", *watch, *errors, *ray}
 
 
 def test_every_fact_declares_its_commands_and_section():

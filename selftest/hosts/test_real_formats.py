@@ -25,7 +25,8 @@ from llmval.launch import parse_gpu_memory_used_mib
 from llmval.launch._stack import Stack
 from llmval.parsers.nccl import parse_nccl_log
 from llmval.parsers.nvidia_smi import parse_nvidia_smi_query
-from llmval.parsers.proxmox import parse_lxc_conf, parse_vm_conf
+from llmval.parsers.proxmox import denied_device_nodes, parse_device_nodes, parse_lxc_conf, parse_vm_conf
+from llmval.parsers.ray import parse_ray_nodes, parse_ray_status
 from selftest.strategies import ROOT
 
 REAL_OUTPUTS = ROOT.parent / "shared" / "reference" / "real-outputs"
@@ -182,3 +183,87 @@ def test_a_lost_gpu_is_named_in_nvidia_smis_own_words(tmp_path):
     assert facts.gpus_lost() == "nvidia-smi says the GPUs are gone: exit code 6: No devices were found"
     with pytest.raises(GpusLost):
         facts.gpus()
+
+
+# SYNTHESIZED in `pct config` form (pve-docs pct.adoc): the two-GPU container of the seeds with its uvm allow line
+# gone, and a node whose nvidia-uvm driver got major 510 at load (Linux `/proc/devices`, coreutils `ls -l`).
+LXC_UVM_ALLOW_REMOVED = """lxc.cgroup2.devices.allow: c 195:* rwm
+lxc.mount.entry: /dev/nvidia0 dev/nvidia0 none bind,optional,create=file
+lxc.mount.entry: /dev/nvidia1 dev/nvidia1 none bind,optional,create=file
+lxc.mount.entry: /dev/nvidiactl dev/nvidiactl none bind,optional,create=file
+lxc.mount.entry: /dev/nvidia-uvm dev/nvidia-uvm none bind,optional,create=file
+lxc.mount.entry: /dev/nvidia-caps dev/nvidia-caps none bind,optional,create=dir
+"""
+NODE_DEVICES_510 = """Character devices:
+195 nvidia-frontend
+236 nvidia-caps
+510 nvidia-uvm
+
+Block devices:
+  8 sd
+crw-rw-rw- 1 root root 195,   0 Dec  6 09:12 /dev/nvidia0
+crw-rw-rw- 1 root root 195,   1 Dec  6 09:12 /dev/nvidia1
+drwxr-xr-x 2 root root      80 Dec  6 09:12 /dev/nvidia-caps
+cr-------- 1 root root 236,   1 Dec  6 09:12 /dev/nvidia-caps/nvidia-cap1
+crw-rw-rw- 1 root root 510,   0 Dec  6 09:12 /dev/nvidia-uvm
+crw-rw-rw- 1 root root 195, 255 Dec  6 09:12 /dev/nvidiactl
+"""
+
+
+def test_lxc_without_the_uvm_allow_is_denied_by_the_nodes_real_major():
+    """Issue 44.2: a 195-only rule used to pass "all 2 bind-mounted nodes allowed"; CUDA then fails at its first
+    allocation (no /dev/nvidia-uvm). Every bind-mounted node is judged by the major the node really gave it."""
+    conf, devices = parse_lxc_conf(LXC_UVM_ALLOW_REMOVED), parse_device_nodes(NODE_DEVICES_510)
+    assert denied_device_nodes(conf, devices) == {"/dev/nvidia-caps/nvidia-cap1": "c 236:1 not allowed",
+                                                  "/dev/nvidia-uvm": "c 510:0 not allowed"}
+    fixed = parse_lxc_conf(LXC_UVM_ALLOW_REMOVED + "lxc.cgroup2.devices.allow: c 510:* rwm\n"
+                           "lxc.cgroup2.devices.allow: c 236:* rwm\n")
+    assert denied_device_nodes(fixed, devices) == {}
+    unloaded = parse_device_nodes("Character devices:\n195 nvidia-frontend\n\nBlock devices:\n  8 sd\n")
+    assert "/dev/nvidia-uvm" in denied_device_nodes(fixed, unloaded)  # uvm not loaded: its major unknown
+
+
+def test_real_ray_status_of_a_two_node_vllm_cluster_is_read():
+    """`ray status` (current `Active:` format, 06_ray of the public real outputs): two active nodes, no GPU taken."""
+    status = parse_ray_status(_real("06_ray/ray-status_vllm-2node-pp2_Active-format_vllm-issue15217.txt"))
+    assert len(status.active) == 2 and status.pending == () and status.failures == () and status.demands == ()
+    assert (status.usage["GPU"].used, status.usage["GPU"].total, status.gpus_all_taken) == (0.0, 2.0, False)
+
+
+# SYNTHESIZED in Ray's `ray list nodes` table form (ray/util/state/state_cli.py `format_list_api_output`: tabulate
+# `plain` with an index column, each column as wide as its widest cell plus two spaces, dict cells YAML-dumped over
+# several lines; as public KubeRay/GKE guides show it); ids and addresses invented: the Sparks, the second DEAD.
+TABLE_HEADERS = ("NODE_ID", "NODE_IP", "IS_HEAD_NODE", "STATE", "STATE_MESSAGE", "NODE_NAME", "RESOURCES_TOTAL",
+                 "LABELS")
+TABLE_ROWS = [("4b1d0e7a9c1f4f6b8e2d3c4b5a69788776655443322110ffeeddccbb", "192.168.200.1", "True", "ALIVE", "",
+               "192.168.200.1", "CPU: 20.0\nGPU: 1.0\nmemory: 80.000 GiB", "ray.io/node_id: 4b1d0e7a"),
+              ("9a8b7c6d5e4f30211223344556677889900aabbccddeeff001122334", "192.168.200.2", "False", "DEAD",
+               "Unexpected termination: health check failed", "192.168.200.2", "CPU: 20.0\nGPU: 1.0",
+               "ray.io/node_id: 9a8b7c6d")]
+
+
+def _plain_table(headers, rows) -> str:
+    """tabulate's `plain` format with `showindex=True`, as Ray prints its lists (multi-line cells continue below)."""
+    columns = [("", *(str(i) for i in range(len(rows)))),
+               *((h, *(r[c] for r in rows)) for c, h in enumerate(headers))]
+    widths = [max(len(line) for cell in col for line in cell.split("\n")) for col in columns]
+    out = []
+    for index in range(len(rows) + 1):
+        cells = [col[index].split("\n") for col in columns]
+        for k in range(max(len(c) for c in cells)):
+            parts = [(c[k] if k < len(c) else "").rjust(w) if i == 0 else (c[k] if k < len(c) else "").ljust(w)
+                     for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+            out.append("  ".join(parts).rstrip())
+    return "\n".join(out)
+
+
+RAY_NODES_TABLE = ("======== List: 2026-11-30 03:30:00.000000 ========\nStats:\n------------------------------\n"
+                   "Total: 2\n\nTable:\n------------------------------\n" + _plain_table(TABLE_HEADERS, TABLE_ROWS)
+                   + "\n")
+
+
+def test_ray_list_nodes_in_its_table_form_gives_the_same_nodes_as_json():
+    nodes = parse_ray_nodes(RAY_NODES_TABLE)
+    assert [(n.ip, n.is_head, n.state, n.gpus) for n in nodes] == [
+        ("192.168.200.1", True, "ALIVE", 1.0), ("192.168.200.2", False, "DEAD", 1.0)]
+    assert nodes[1].state_message == "Unexpected termination: health check failed" and not nodes[1].is_alive

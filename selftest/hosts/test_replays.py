@@ -40,6 +40,9 @@ BROKEN = {
                                ["[kpro6-ct129] hosts.gpu.health.throttle", "0000:01:00.0",
                                 "clocks_event_reasons/clocks_event_reason_hw_thermal_slowdown=Active in both samples",
                                 "temperature/gpu_temp=94 C", "cooling"]),
+    "kpro6-uvm-not-allowed": ("test_lxc_cgroup_allows_nvidia_devices[kpro6-lxc129]",
+                              ["[kpro6] hosts.split.lxc129.cgroup", "/dev/nvidia-uvm", "c 509:0 not allowed",
+                               "/dev/nvidia-uvm-tools", "lxc.cgroup2.devices.allow: c 509:* rwm"]),
     "spark-wrong-cc": ("test_compute_capability_matches_inventory[spark2]",
                        ["[spark2] hosts.gpu.compute_cap", "expected: every GPU: 12.1", "'12.0'"]),
     "spark-socket-transport": ("test_nccl_transport_as_expected[spark1]",
@@ -48,7 +51,12 @@ BROKEN = {
                                   ["[spark2] hosts.model_files.sha256", "identical to spark1",
                                    "model-00017-of-00026.safetensors: sha256"]),
     "spark-dead-ray-worker": ("test_ray_alive_gpu_nodes[spark1]",
-                              ["[spark1] hosts.ray.alive_gpu_nodes", "192.168.200.2 DEAD", "expected: 2 ALIVE"]),
+                              ["[spark1] hosts.ray.alive_gpu_nodes", "192.168.200.2 DEAD", "expected: 2 ALIVE",
+                               "ray status: 1.0/1.0 GPU (1.0 used of 1.0 reserved in placement groups) (every GPU "
+                               "in use or reserved); demands no node meets"]),
+    "spark-engine-oom-loop": ("test_service_running[spark2-vllm-qwen35]",
+                              ["[spark2] hosts.service.vllm-qwen35.running", "restarting (exit code 137: SIGKILL",
+                               "OOM-killed (State.OOMKilled", "restarted 14 times and restarting now: a restart loop"]),
     "spark-glm-running": ("test_service_absent[spark1-vllm-glm-4.7-flash]",
                           ["[spark1] hosts.service.vllm-glm-4.7-flash.absent", "observed: running", "GLM-4.7-Flash"]),
 }

@@ -186,7 +186,7 @@ SECOND_API = ("python3 -m vllm.entrypoints.openai.api_server --model /tmp/model 
               "--host 127.0.0.1 --port 8001 --dtype bfloat16 --max-model-len 8192 --gpu-memory-utilization 0.2")
 
 
-def _with_a_second_server(folder) -> None:
+def _with_a_second_server(folder, port_owner_read: bool = True) -> None:
     [path] = REAL_HEALTHY.glob("commands-*.jsonl")
     records = [json.loads(line) for line in path.read_text().splitlines()]
     by_command = {r["command"]: r for r in records}
@@ -207,7 +207,7 @@ def _with_a_second_server(folder) -> None:
               "stdout": old_rows["stdout"] + f" 2188  2171     301 {SECOND_API}\n"
                                              " 2205  2188     262 VLLM::EngineCore\n"},
              {**old_rows, "command": PROCESS_ROWS.render(pids="2171"), "stdout": " 2171     1     302 bash\n"},
-             {**old_rows, "command": PORT_PIDS.render(port=8001), "stdout": "  2188"}]
+             {**old_rows, "command": PORT_PIDS.render(port=8001), "stdout": "  2188"}][:None if port_owner_read else 2]
     folder.mkdir()
     (folder / path.name).write_text("".join(json.dumps(r) + "\n" for r in [*by_command.values(), *extra]))
 
@@ -254,3 +254,16 @@ def test_the_host_contract_names_a_second_server_as_a_stray_with_its_port_and_me
     roots = [line for line in failing.splitlines() if line.startswith("- ")]
     assert len(roots) == 1 and "`hosts.gpu.stray_processes` on h200" in roots[0], failing
     assert "could not run because `" not in failing, failing  # it ran and failed: a root cause, not a dependent
+
+
+def test_a_second_server_whose_port_owner_was_not_read_is_still_a_stray_server(pytester):
+    """Issue 44.4: the same second server in a recording without `fuser 8001/tcp`: its own argv says --port 8001
+    and 8001 listens, so it is a stray server (and says how it was tied to the port), never a zombie."""
+    _with_a_second_server(pytester.path / "rec", port_owner_read=False)
+    result, outcomes = run_hosts(pytester, "--inventory", str(REAL_HEALTHY / "inventory.toml"), "--replay",
+                                 str(pytester.path / "rec"), "-p", "no:xdist")
+    short = {n.split("::")[1]: o for n, o in outcomes.items()}
+    assert short["test_no_zombie_gpu_workers[h200]"][0] == "passed", result.stdout.str()[-3000:]
+    outcome, message = short["test_no_stray_gpu_processes[h200]"]
+    assert outcome == "failed" and "a server on port 8001 that no endpoint declares: pid 2188" in message, message
+    assert "its own command line says --port 8001, and port 8001 listens" in message, message

@@ -12,7 +12,7 @@ def _state(facts, service):
         unit = facts.unit(service.name)
         return unit.is_active, unit.properties.get("ActiveState", "?") + "/" + unit.properties.get("SubState", "?")
     container = facts.container(service.name)
-    return (False, "no such container") if container is None else (container.is_running, container.status)
+    return (False, "no such container") if container is None else (container.is_running, container.describe())
 
 
 def test_service_running(running_service, facts_of, expect):

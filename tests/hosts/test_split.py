@@ -3,13 +3,9 @@
 import pytest
 
 from llmval.parsers.nvidia_smi import normalize_bus_id
-from llmval.parsers.proxmox import GPU_NODE_RE
+from llmval.parsers.proxmox import denied_device_nodes
 
 pytestmark = [pytest.mark.hosts, pytest.mark.smoke]
-
-NVIDIA_MAJOR = 195
-FIXED_MINORS = {"/dev/nvidiactl": 255}
-"""Minors of major 195 that are not a GPU (nvidia-modeset, 254, is not needed for CUDA)."""
 
 
 def test_split_gpus_bound_to_expected_driver(split_guest, facts_of, expect):
@@ -34,24 +30,26 @@ def test_lxc_config_passes_exactly_its_gpus(lxc_guest, facts_of, expect):
 
 def test_lxc_cgroup_allows_nvidia_devices(lxc_guest, facts_of, expect):
     node, guest = lxc_guest.host, lxc_guest.item
-    conf = facts_of(node.name).lxc_conf(guest.id)
-    mounted = sorted(n for n in conf.bind_mounted if GPU_NODE_RE.match(n) or n in FIXED_MINORS)
+    facts = facts_of(node.name)
+    conf = facts.lxc_conf(guest.id)
     by_dev = sorted(k for k in conf.options if k.startswith("dev") and k[3:].isdigit())
-    denied = [n for n in mounted if not conf.is_allowed(NVIDIA_MAJOR, _minor(n))]
-    if mounted:
-        observed = {n: "not allowed" for n in denied} or f"all {len(mounted)} bind-mounted nodes allowed"
-    else:
+    expected = ("an allow rule for every bind-mounted NVIDIA node's real major:minor (the node's /proc/devices and "
+                "ls -l /dev/nvidia*: nvidia-uvm's and nvidia-caps' majors differ per node)")
+    evidence = f"allowed: {sorted(':'.join(a) for a in conf.cgroup_allows)}"
+    if not conf.bind_mounted:
         observed = f"{by_dev} entries (Proxmox allows them itself)" if conf.gpu_devices else "no GPU device entry"
-    expect(node.name, f"hosts.split.lxc{guest.id}.cgroup",
-           expected=f"c {NVIDIA_MAJOR}:<minor> (or {NVIDIA_MAJOR}:*) allowed for every bind-mounted GPU node",
-           observed=observed, ok=bool(conf.gpu_devices) and not denied,
-           hint=f"add `lxc.cgroup2.devices.allow: c {NVIDIA_MAJOR}:* rwm` "
-           "(and the nvidia-uvm major from /proc/devices)",
-           evidence=f"allowed: {sorted(':'.join(a) for a in conf.cgroup_allows)}")
-
-
-def _minor(node: str) -> int:
-    return FIXED_MINORS.get(node) or int(GPU_NODE_RE.match(node)["minor"])
+        expect(node.name, f"hosts.split.lxc{guest.id}.cgroup", expected=expected, observed=observed,
+               ok=bool(conf.gpu_devices), hint=f"/etc/pve/lxc/{guest.id}.conf: pass the GPUs (devN: or "
+               "lxc.mount.entry)", evidence=evidence)
+        return
+    devices = facts.nvidia_device_nodes()
+    denied = denied_device_nodes(conf, devices)
+    majors = sorted({int(why.split()[1].split(":")[0]) for why in denied.values() if why.startswith("c ")})
+    hint = ("; ".join(f"add `lxc.cgroup2.devices.allow: c {m}:* rwm`" for m in majors) or
+            "load nvidia-uvm on the node (nvidia-modprobe -u -c=0) so its device and major exist")
+    expect(node.name, f"hosts.split.lxc{guest.id}.cgroup", expected=expected,
+           observed=denied or f"all {len(conf.bind_mounted)} bind-mounted nodes allowed", ok=bool(conf.gpu_devices)
+           and not denied, hint=hint, evidence=f"{evidence}; node majors: {devices.majors}")
 
 
 def test_vm_config_passes_exactly_its_gpus(vm_guest, facts_of, expect):

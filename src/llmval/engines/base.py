@@ -39,7 +39,7 @@ from ..inventory import EndpointSpec
 from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
 from .identity import ModelEvidence
-from .logs import first_death_statement, last_error_statements, normalize_dtype
+from .logs import first_death_statement, last_error_statements, normalize_dtype, placement_group_stall
 from .metrics import Metrics, parse_metrics
 from .ranges import ImpossibleMetric, accept_length_ceiling, out_of_range, outside_ranges
 from .stream import StreamedChat, join_chat_stream
@@ -291,11 +291,13 @@ class EngineAdapter:
         return f"{cls.kind} has no speculative algorithm {algorithm!r}{meant} ({cls.kind} reports one of {known})"
 
     def __init__(self, spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
-                 state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None):
+                 state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None,
+                 read_log_stalls: Callable[[], str] | None = None):
         self.spec = spec
         self.client = client
         self._read_log = read_log
         self._read_log_errors = read_log_errors
+        self._read_log_stalls = read_log_stalls
         self.state = state or EndpointState()
 
     def __repr__(self) -> str:
@@ -577,12 +579,24 @@ class EngineAdapter:
             return "the engine log's last error lines: not in this recording (made before the suite read them)"
         except LlmvalError as error:
             return f"the engine log's last error lines not read: {str(error).splitlines()[0]}"
+        stall = self._placement_stall()
+        cause = (f"it waits for GPUs Ray does not give (its placement group): {stall!r}; " if stall else "")
         if not lines:
-            return (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process killed "
-                    "with SIGKILL writes none)")
-        first = f"what died: {death!r}; " if death and death not in lines else ""
+            return cause + (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process "
+                            "killed with SIGKILL writes none)")
+        first = cause + (f"what died: {death!r}; " if death and death not in lines else "")
         before = f"; before it: {' | '.join(repr(x) for x in lines[:-1])}" if len(lines) > 1 else ""
         return f"{first}the engine log's last error: {lines[-1]!r}{before} (from {self.spec.logs})"
+
+    def _placement_stall(self) -> str:
+        """vLLM-under-Ray's placement-group line that says why it never came up (`placement_group_stall`), or ""
+        (no such read, a recording made before it, nothing read)."""
+        if self._read_log_stalls is None:
+            return ""
+        try:
+            return placement_group_stall(self._read_log_stalls())
+        except LlmvalError:
+            return ""
 
     def _not_exposed(self, what: str) -> NotExposed:
         return NotExposed(f"[{self.spec.name}] engine {self.kind!r} exposes no {what}")
@@ -655,17 +669,32 @@ class EngineAdapter:
                   if isinstance(v, int)]
         return accept_length_ceiling(num_steps=max(steps, default=None), num_draft_tokens=max(drafts, default=None))
 
+    def log_acceptance(self) -> Acceptance:
+        """Speculative acceptance as the engine's own log states it (its latest periodic line: vLLM's
+        `SpecDecoding metrics:`, SGLang's `accept len`); engines override it. NotExposed when no log is declared."""
+        return Acceptance(None, None, "engine log", missing=f"engine {self.kind!r} logs no speculative acceptance")
+
     def accept_length(self, before: Metrics, after: Metrics) -> Fact:
-        """`acceptance` as a Fact (length rounded to 3 places); NotExposed when the counters are absent,
-        ImpossibleMetric when the length or rate is outside its physical range (the length's ceiling:
-        `draft_ceiling`)."""
+        """`acceptance` as a Fact (length rounded to 3 places); where /metrics has no acceptance counters, the
+        engine log's latest acceptance line (`log_acceptance`), the source saying so; NotExposed when neither;
+        ImpossibleMetric when the length or rate is outside its physical range, whichever source stated it (the
+        length's ceiling: `draft_ceiling`)."""
         found = self.acceptance(before, after)
+        missing = ""
         if found.missing:
-            raise NotExposed(f"[{self.spec.name}] {found.missing}")
+            try:
+                logged = self.log_acceptance()
+            except LlmvalError as error:  # no log declared, not the serving engine's (StaleEvidence), not recorded
+                logged = Acceptance(None, None, "engine log", missing=str(error).splitlines()[0][:300])
+            if logged.missing or logged.length is None:
+                raise NotExposed(f"[{self.spec.name}] {found.missing}; the engine log: {logged.missing or 'no value'}")
+            missing, found = found.missing, logged
         if found.length is not None:  # its ceiling asks the engine's settings: only when there is a length to bound
             found = found.within(self.draft_ceiling())
         if found.impossible:
             raise ImpossibleMetric(f"[{self.spec.name}] {found.impossible} (from {found.source})")
+        if missing:
+            return Fact(round(found.length, 3), f"{found.source} (/metrics: {missing})", found.quote)
         return Fact(None if found.length is None else round(found.length, 3), found.source, found.quote)
 
     @classmethod

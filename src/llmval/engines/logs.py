@@ -16,6 +16,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from ..parsers.envelope import unwrap_log
+
 # ---- vLLM ---------------------------------------------------------------------------------------
 VLLM_ENGINE_CONFIG_RE = re.compile(r"Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: (?P<config>.*)$",
                                    re.M)
@@ -27,15 +29,9 @@ VLLM_CONFIG_MODEL_RE = re.compile(r"(?:^|, )model='(?P<model>[^']*)'")
 VLLM_NON_DEFAULT_ARGS_RE = re.compile(r"non-default args: (?P<args>\{.*\})\s*$", re.M)
 VLLM_ATTENTION_BACKEND_RE = re.compile(
     r"^.*Using (?:AttentionBackendEnum\.)?(?P<backend>[A-Z_][A-Z0-9_]*) (?:attention )?backend\b.*$", re.M)
-# Ray prefixes a worker's lines with `(RayWorkerWrapper pid=N, ip=A)`, after the engine core's own prefix
-# (`(EngineCore_DP0 pid=1088) (RayWorkerWrapper pid=285, ip=192.168.177.12) ...`); workers on the head's own node
-# print no `ip=` at all (`(RayWorkerWrapper pid=285) ...`).
-# vLLM's Ray workers as Ray prefixes their forwarded lines: `(RayWorkerWrapper pid=285, ip=192.168.177.12)` (the
-# older executor, the Sparks' vLLM 0.17) or `(RayWorkerProc pid=3686)` (vLLM 0.24's default one); no `ip=` on the
-# driver's own node.
-VLLM_RAY_WORKER_RE = re.compile(
-    r"^(?:\([\w.]+ pid=\d+\) )*\((?P<actor>RayWorkerWrapper|RayWorkerProc) pid=(?P<pid>\d+)"
-    r"(?:, ip=(?P<ip>[\d.:a-fA-F]+))?\)", re.M)
+# Ray's worker tags (`(RayWorkerWrapper pid=285, ip=192.168.177.12)`, behind the engine core's own
+# `(EngineCore_DP0 pid=1088)`; no `ip=` on the driver's own node) are read by the envelope stage
+# (`llmval.parsers.envelope`): each line's tags are facts there, its message is what the regexes here read.
 # The multiprocessing executor across nodes (no Ray): `world_size=2, local_world_size=1` on each node's leader.
 VLLM_WORLD_SIZE_RE = re.compile(r"^.*\bworld_size=(?P<world>\d+), local_world_size=(?P<local>\d+).*$", re.M)
 # An enum's repr inside a printed dict: `<DynamicShapesType.BACKED: 'backed'>`, `<CUDAGraphMode.FULL: (2, 1)>`.
@@ -43,6 +39,55 @@ ENUM_REPR_RE = re.compile(r"<(?P<name>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+): (?P<valu
 VLLM_CROSS_NODE_RE = re.compile(r"^.*Custom allreduce is disabled because this process group spans across nodes.*$",
                                 re.M)
 VLLM_AUTO_TOOL_RE = re.compile(r"^.*\"auto\" tool choice has been enabled.*$", re.M)
+
+# vLLM v1's periodic spec-decode line (vllm/v1/spec_decode/metrics.py `SpecDecodingLogging.log`, every
+# --log-stats-interval while the engine decodes, over the interval since the previous one): `SpecDecoding metrics:
+# Mean acceptance length: 2.87, Accepted throughput: 35.90 tokens/s, Drafted throughput: 57.60 tokens/s, Accepted:
+# 359 tokens, Drafted: 576 tokens, Per-position acceptance rate: 0.792, 0.646, 0.432, Avg Draft acceptance rate:
+# 62.3%` (older v1 releases put `Draft acceptance rate: 62.3%` first); each field is read on its own.
+VLLM_SPEC_DECODING_RE = re.compile(r"SpecDecoding metrics: (?P<fields>.*)$")
+SPEC_MEAN_RE = re.compile(r"Mean acceptance length: (?P<v>[\d.]+)")
+SPEC_ACCEPTED_RE = re.compile(r"(?:^|, )Accepted: (?P<v>\d+) tokens")
+SPEC_DRAFTED_RE = re.compile(r"(?:^|, )Drafted: (?P<v>\d+) tokens")
+SPEC_PER_POSITION_RE = re.compile(r"Per-position acceptance rate: (?P<v>[\d.]+(?:, [\d.]+)*)")
+
+
+@dataclass(frozen=True)
+class SpecDecodingInterval:
+    """One `SpecDecoding metrics:` line of vLLM: the acceptance over one logging interval."""
+
+    mean_length: float | None
+    accepted: int | None
+    drafted: int | None
+    per_position: tuple[float, ...]
+    quote: str
+
+    @property
+    def rate(self) -> float | None:
+        return self.accepted / self.drafted if self.accepted is not None and self.drafted else None
+
+
+def parse_spec_decoding(message: str) -> SpecDecodingInterval | None:
+    """The fields of one `SpecDecoding metrics:` message (None when it is no such line).
+
+    >>> parse_spec_decoding("SpecDecoding metrics: Mean acceptance length: 2.87, Accepted throughput: 35.90 tokens/s, "
+    ...                     "Drafted throughput: 57.60 tokens/s, Accepted: 359 tokens, Drafted: 576 tokens, "
+    ...                     "Per-position acceptance rate: 0.792, 0.646, Avg Draft acceptance rate: 62.3%").per_position
+    (0.792, 0.646)
+    """
+    m = VLLM_SPEC_DECODING_RE.search(message)
+    if m is None:
+        return None
+    fields = m["fields"]
+
+    def first(pattern: re.Pattern, cast):
+        found = pattern.search(fields)
+        return cast(found["v"]) if found else None
+
+    per_position = first(SPEC_PER_POSITION_RE, lambda v: tuple(float(x) for x in v.split(", "))) or ()
+    return SpecDecodingInterval(first(SPEC_MEAN_RE, float), first(SPEC_ACCEPTED_RE, int),
+                                first(SPEC_DRAFTED_RE, int), per_position, message.strip()[:400])
+
 
 # ---- SGLang -------------------------------------------------------------------------------------
 SGLANG_KV_DTYPE_RE = re.compile(r"^.*Using KV cache dtype: (?P<dtype>torch\.\w+).*$", re.M)
@@ -125,7 +170,6 @@ class LogLine:
     quote: str
 
 
-ANSI_RE = re.compile(r"\x1b\[[\d;]*m")
 OPENERS, CLOSERS = "([{<", ")]}>"
 
 
@@ -237,9 +281,14 @@ class VllmLogFacts:
     model_dtype: str | None = None
     kv_cache_dtype: str | None = None
     tensor_parallel_size: int | None = None
+    tensor_parallel_size_quote: str = ""
+    """The line that states it: the engine-config line, else `non-default args` (a log whose config line is cut)."""
     served_model_name: str | None = None
     model_path: str | None = None
     """The engine config's `model='...'`: the weights the engine core loaded."""
+    served_model_names: tuple[str, ...] = ()
+    """Every alias `--served-model-name a b` gives (`non-default args` lists them all; the engine-config line
+    prints the first only)."""
     engine_config_quote: str = ""
     non_default_args: dict = field(default_factory=dict)
     non_default_args_quote: str = ""
@@ -257,6 +306,8 @@ class VllmLogFacts:
     world_size_quote: str = ""
     cross_node_quote: str = ""
     auto_tool_choice_quote: str = ""
+    spec_decoding: tuple[SpecDecodingInterval, ...] = ()
+    """Every `SpecDecoding metrics:` line of the current start, oldest first."""
 
     @property
     def tool_call_parser(self) -> str | None:
@@ -279,22 +330,10 @@ def _last(pattern: re.Pattern, text: str) -> re.Match | None:
     return found
 
 
-def _latest_start(text: str, marker: re.Pattern) -> str:
-    """The part of a log from the latest start marker on (a log file may hold several runs)."""
-    found = _last(marker, text)
-    if found is None:
-        return text
-    line_start = text.rfind("\n", 0, found.start()) + 1
-    return text[line_start:]
-
-
-
-
-
 def parse_vllm_log(text: str) -> VllmLogFacts:
     """Facts from a vLLM API-server log (the latest start in it)."""
-    text = ANSI_RE.sub("", text)
-    text = _latest_start(text, VLLM_NON_DEFAULT_ARGS_RE) if VLLM_NON_DEFAULT_ARGS_RE.search(text) else text
+    log = unwrap_log(text).since_last(VLLM_NON_DEFAULT_ARGS_RE)
+    text = log.text
     facts: dict = {}
     if engine := _last(VLLM_ENGINE_CONFIG_RE, text):
         config = engine["config"]
@@ -306,6 +345,7 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
             facts["kv_cache_dtype"] = m["kv"]
         if m := VLLM_CONFIG_TP_RE.search(config):
             facts["tensor_parallel_size"] = int(m["tp"])
+            facts["tensor_parallel_size_quote"] = engine.group(0)[:300]
         if m := VLLM_CONFIG_SERVED_RE.search(config):
             facts["served_model_name"] = m["name"].strip()
         if m := VLLM_CONFIG_MODEL_RE.search(config):
@@ -316,6 +356,18 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
             facts["non_default_args"] = parse_printed_dict(args["args"])
         except ValueError as error:
             facts["non_default_args_error"] = str(error)
+    args_dict = facts.get("non_default_args", {})
+    if facts.get("tensor_parallel_size") is None and isinstance(tp := args_dict.get("tensor_parallel_size"), int):
+        facts["tensor_parallel_size"] = tp
+        facts["tensor_parallel_size_quote"] = f"non-default args: 'tensor_parallel_size': {tp}"
+    aliases = args_dict.get("served_model_name")
+    if isinstance(aliases, str):
+        aliases = [aliases]
+    if isinstance(aliases, (list, tuple)) and aliases and all(isinstance(a, str) for a in aliases):
+        facts["served_model_names"] = tuple(aliases)
+        facts.setdefault("served_model_name", aliases[0])
+    elif facts.get("served_model_name"):
+        facts["served_model_names"] = (facts["served_model_name"],)
     quotes = [line.strip()[:300] for _, line in _quantized_kv_lines(text)]
     if is_quantized_kv(facts.get("kv_cache_dtype")):
         quotes.append(f"engine config (v{facts['version']}): kv_cache_dtype={facts['kv_cache_dtype']}")
@@ -324,22 +376,22 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
     facts["fp8_kv_quotes"] = tuple(quotes)
     facts["attention_backends"] = tuple(LogLine(m["backend"], m.group(0).strip())
                                         for m in VLLM_ATTENTION_BACKEND_RE.finditer(text))
-    workers = list(VLLM_RAY_WORKER_RE.finditer(text))
+    workers = [(line, worker) for line in log.lines if (worker := line.ray_worker) is not None]
     # Two raylets on one machine share its session folder, so the second node's log monitor forwards the head's
     # worker files too, as `ip=<second node>` with the head worker's pid (seen on the lent H200, 2026-12-02): a
     # remote ip whose every pid is also a local worker's is that echo, not a node
-    local_pids = {m["pid"] for m in workers if not m["ip"]}
+    local_pids = {str(w.pid) for _, w in workers if not w.ip}
     remote: dict[str, set[str]] = {}
-    for m in workers:
-        if m["ip"]:
-            remote.setdefault(m["ip"], set()).add(m["pid"])
+    for _, w in workers:
+        if w.ip:
+            remote.setdefault(w.ip, set()).add(str(w.pid))
     facts["ray_worker_ips"] = tuple(sorted(ip for ip, pids in remote.items() if not pids <= local_pids))
     if echoes := sorted(ip for ip, pids in remote.items() if pids <= local_pids):
         facts["ray_echo_quote"] = (f"not counted: {', '.join(echoes)} (lines forwarded with a head worker's pid "
                                    f"{', '.join(sorted(local_pids))}: another raylet's log monitor on the same "
                                    "machine)")
-    if local := next((m for m in workers if not m["ip"]), None):
-        facts["ray_local_worker_quote"] = text[local.start():text.find("\n", local.start())].strip()[:300]
+    if local := next((line for line, w in workers if not w.ip), None):
+        facts["ray_local_worker_quote"] = local.line.strip()[:300]
     if m := _last(VLLM_WORLD_SIZE_RE, text):
         facts["world_size"], facts["local_world_size"] = int(m["world"]), int(m["local"])
         facts["world_size_quote"] = m.group(0).strip()[:300]
@@ -347,6 +399,8 @@ def parse_vllm_log(text: str) -> VllmLogFacts:
         facts["cross_node_quote"] = m.group(0).strip()
     if m := VLLM_AUTO_TOOL_RE.search(text):
         facts["auto_tool_choice_quote"] = m.group(0).strip()
+    facts["spec_decoding"] = tuple(i for line in log.lines if "SpecDecoding" in line.message
+                                   and (i := parse_spec_decoding(line.message)) is not None)
     return VllmLogFacts(**facts)
 
 
@@ -372,6 +426,8 @@ class SglangLogFacts:
     server_args: dict = field(default_factory=dict)
     server_args_quote: str = ""
     accept_lengths: tuple[float, ...] = ()
+    accept_quote: str = ""
+    """The latest `Decode batch. ... accept len: ...` line (what the acceptance read from the log quotes)."""
     context_len: int | None = None
     fp8_kv_quotes: tuple[str, ...] = ()
 
@@ -386,7 +442,7 @@ def _arg_value(raw: str) -> object:
 
 def parse_sglang_log(text: str) -> SglangLogFacts:
     """Facts from an SGLang server log (the latest start in it)."""
-    text = _latest_start(text, SGLANG_SERVER_ARGS_RE)
+    text = unwrap_log(text).since_last(SGLANG_SERVER_ARGS_RE).text
     facts: dict = {}
     facts["kv_dtypes"] = tuple(LogLine(normalize_dtype(m["dtype"]) or "", m.group(0).strip())
                                for m in SGLANG_KV_DTYPE_RE.finditer(text))
@@ -398,7 +454,12 @@ def parse_sglang_log(text: str) -> SglangLogFacts:
     if args := _last(SGLANG_SERVER_ARGS_RE, text):
         facts["server_args"] = {m["key"]: _arg_value(m["value"]) for m in SGLANG_ARG_RE.finditer(args["args"])}
         facts["server_args_quote"] = args.group(0)[:400]
-    facts["accept_lengths"] = tuple(float(m["len"]) for m in SGLANG_ACCEPT_RE.finditer(text))
+    accepts = list(SGLANG_ACCEPT_RE.finditer(text))
+    facts["accept_lengths"] = tuple(float(m["len"]) for m in accepts)
+    if accepts:
+        start = text.rfind("\n", 0, accepts[-1].start()) + 1
+        end = text.find("\n", accepts[-1].start())
+        facts["accept_quote"] = text[start:end if end >= 0 else len(text)].strip()[:400]
     if m := _last(SGLANG_CAPACITY_RE, text):
         facts["context_len"] = int(m["ctx"])
     quotes = [line.strip()[:300] for _, line in _quantized_kv_lines(text)]
@@ -433,7 +494,7 @@ def last_error_statements(text: str, limit: int = 3) -> list[str]:
     True
     """
     found: dict[str, str] = {}
-    for line in ANSI_RE.sub("", text).splitlines():
+    for line in unwrap_log(text).quotable.splitlines():
         statement = LOG_RECORD_PREFIX_RE.sub("", line, count=1)
         if not statement.strip() or TRACEBACK_NOISE_RE.match(statement):
             continue
@@ -454,7 +515,34 @@ def first_death_statement(text: str) -> str:
     >>> first_death_statement(line + " unexpectedly, shutting down executor.\\nRuntimeError: Executor failed.")[68:]
     'RayWorkerProc rank=[0] died unexpectedly, shutting down executor.'
     """
-    for line in ANSI_RE.sub("", text).splitlines():
+    for line in unwrap_log(text).quotable.splitlines():
         if DEATH_RE.search(line):
             return line.rstrip()
+    return ""
+
+
+PLACEMENT_STALL_RE = re.compile(
+    r"Cannot provide a placement group|Waiting for creating a placement group|number of required GPUs exceeds|"
+    r"is bigger than a reserved number of|don't have enough GPUs available|No current placement group found")
+"""vLLM under Ray asking Ray for its GPUs (vllm/v1/executor/ray_utils.py; `logsource.STALL_LINES` reads them)."""
+PLACEMENT_STALL_RANK = ("Cannot provide a placement group", "number of required GPUs exceeds",
+                        "don't have enough GPUs available", "Waiting for creating a placement group",
+                        "is bigger than a reserved number of", "No current placement group found")
+"""Which line names the cause best: Ray's refusal first, the wait next, the spread warning, the request last."""
+
+
+def placement_group_stall(text: str) -> str:
+    """The placement-group line that best says why a vLLM under Ray did not come up (its record prefix kept), or ""
+    when the log holds none: the latest of the most telling kind (`PLACEMENT_STALL_RANK`).
+
+    >>> placement_group_stall("(EngineCore_DP0 pid=7) INFO 12-06 10:00:00 [ray_utils.py:378] No current placement "
+    ...                       "group found. Creating a new placement group.\\n(EngineCore_DP0 pid=7) INFO 12-06 "
+    ...                       "10:00:10 [ray_utils.py:212] Waiting for creating a placement group of specs for 10 "
+    ...                       "seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}].").split("] ", 1)[1]
+    "Waiting for creating a placement group of specs for 10 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]."
+    """
+    lines = [line.line.strip() for line in unwrap_log(text).lines if PLACEMENT_STALL_RE.search(line.message)]
+    for kind in PLACEMENT_STALL_RANK:
+        if found := [line for line in lines if kind in line]:
+            return found[-1][:400]
     return ""

@@ -33,6 +33,14 @@ MAX_PERIODIC_LINES = 50
 ERROR_LINES = ("ERROR|CRITICAL|Traceback|Error:|Exception|exception|died|Killed|killed|sigquit|SIGKILL|SIGSEGV|"
                "Segmentation fault|core dumped|out of memory")
 MAX_ERROR_LINES = 40
+# Lines in which vLLM under Ray says it cannot get its GPUs (vllm/v1/executor/ray_utils.py): `No current placement
+# group found. Creating a new placement group.`, `Waiting for creating a placement group of specs for 10 seconds.
+# specs=[...]` (INFO, repeated with backoff until PG_WAIT_TIMEOUT), `Cannot provide a placement group of ...`,
+# `The number of required GPUs exceeds the total number of available GPUs in the placement group.` and
+# `tensor_parallel_size=2 is bigger than a reserved number of GPUs (1 GPUs) in a node ...` (WARNING): none is an
+# error line, yet while they are the last words the engine never comes up. Read beside the error lines.
+STALL_LINES = "placement group|reserved number of"
+MAX_STALL_LINES = 20
 LOG_KINDS = ("file", "journal", "docker", "launch")
 
 

@@ -293,6 +293,16 @@ class SglangAdapter(EngineAdapter):
     def nodes(self) -> Fact:
         return self._info_fact("nnodes")
 
+    def log_acceptance(self) -> Acceptance:
+        """The latest `Decode batch. ... accept len: X` line (the scheduler's last decode-log window, every
+        --decode-log-interval steps; the source says it is not exactly this check's traffic)."""
+        lengths = self.log.accept_lengths
+        if not lengths:
+            return Acceptance(None, None, "engine log", missing="no `Decode batch. ... accept len:` line in the log "
+                              "(SGLang prints one every --decode-log-interval decode steps with speculation)")
+        return Acceptance(lengths[-1], None, f"engine log: the latest of {len(lengths)} `Decode batch` accept len "
+                          "lines", self.log.accept_quote)
+
     def acceptance_snapshot(self) -> Metrics:
         return self.metrics()
 

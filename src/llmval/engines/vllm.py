@@ -241,7 +241,7 @@ class VllmAdapter(EngineAdapter):
 
     def tensor_parallel_size(self) -> Fact:
         return self._log_fact(self.log.tensor_parallel_size, "tensor_parallel_size",
-                              self.log.engine_config_quote[:300])
+                              self.log.tensor_parallel_size_quote[:300])
 
     def nodes(self) -> Fact:
         """Ray: the distinct `ip=` of `(RayWorkerProc|RayWorkerWrapper pid=.., ip=..)` lines, plus the head's own
@@ -278,6 +278,17 @@ class VllmAdapter(EngineAdapter):
         tp = int(args.get("tensor_parallel_size", 1)) * int(args.get("pipeline_parallel_size", 1))
         many = tp > 1 or int(args.get("nnodes", 1)) > 1
         return Fact(backend or ("mp" if many else "uni"), "engine log: non-default args", quote)
+
+    def log_acceptance(self) -> Acceptance:
+        """The latest `SpecDecoding metrics:` line: its mean acceptance length and accepted/drafted tokens (the
+        interval vLLM logged last before the log was read, not exactly this check's traffic: the source says so)."""
+        intervals = [i for i in self.log.spec_decoding if i.mean_length is not None]
+        if not intervals:
+            return Acceptance(None, None, "engine log", missing="no `SpecDecoding metrics:` line in the log (vLLM "
+                              "logs one every --log-stats-interval while it decodes with speculation)")
+        last = intervals[-1]
+        return Acceptance(last.mean_length, last.rate, f"engine log: the latest of {len(intervals)} `SpecDecoding "
+                          "metrics:` intervals", last.quote)
 
     def acceptance_snapshot(self) -> Metrics:
         return self.metrics()

@@ -58,7 +58,8 @@ HINTS = {
     "row_remap": "a pending row remap (or page retirement) takes effect only after a GPU reset; a remap failure "
                  "means the GPU needs an RMA (`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT`)",
     "xid": "Xid codes: " + ", ".join(f"{c} = {m}" for c, m in sorted(XID_MEANINGS.items()) if c in
-                                     (13, 31, 43, 48, 63, 64, 74, 79, 94, 95, 119)),
+                                     (13, 31, 38, 43, 48, 63, 64, 74, 79, 94, 95, 109, 119, 145, 149)) +
+           "; a GSP timeout without an Xid line counts as 119 (the GPU's firmware stopped answering: a GPU reset)",
     "throttle": "clocks held down: check cooling (airflow, fans, inlet temperature) and the power supply; "
                 "`nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER`",
     "persistence_mode": "persistence mode keeps the driver loaded between jobs: `nvidia-smi -pm 1` or the "
@@ -354,6 +355,9 @@ def read_dmesg(rc: int, stdout: str, stderr: str, command: str) -> KernelLog:
     return KernelLog(command, xids)
 
 
+UNLISTED_XID = "not in this suite's table: see NVIDIA's Xid catalogue"
+
+
 def judge_xid(logs: list[KernelLog], allowed: tuple[int, ...] = ()) -> HealthVerdict:
     """No Xid since boot (but the allowed codes), from the first log that could be read; not reported (with
     every source's problem) when none could."""
@@ -367,9 +371,12 @@ def judge_xid(logs: list[KernelLog], allowed: tuple[int, ...] = ()) -> HealthVer
     evidence = [x.line for x in counted[:5]] + ([f"... {len(counted) - 5} more"] if len(counted) > 5 else [])
     if counted:
         codes = sorted({x.code for x in counted if x.xid_line})
-        observed = {f"Xid {c}": f"{sum(x.code == c and x.xid_line for x in counted)}x: {XID_MEANINGS.get(c, '?')}"
-                    for c in codes}
-        if off_bus := [x for x in counted if not x.xid_line]:
+        observed = {f"Xid {c}": f"{sum(x.code == c and x.xid_line for x in counted)}x: "
+                                f"{XID_MEANINGS.get(c, UNLISTED_XID)}" for c in codes}
+        if gsp := [x for x in counted if not x.xid_line and x.code == 119]:
+            gpus = ", ".join(dict.fromkeys(x.device for x in gsp if x.device)) or "GPU not named"
+            observed["GSP RPC/heartbeat timeout (no Xid line)"] = f"{len(gsp)}x: as Xid 119, {gpus}"
+        if off_bus := [x for x in counted if not x.xid_line and x.code == 79]:
             gpus = ", ".join(dict.fromkeys(_lost_gpu_name(x) for x in off_bus))
             observed["GPU has fallen off the bus (no Xid line)"] = f"{len(off_bus)}x: as Xid 79, {gpus}"
         return HealthVerdict("xid", False, expected, observed, evidence)

@@ -141,6 +141,8 @@ class StrayServer:
     server_pid: int
     """The process of the holder's tree (itself or an ancestor) that holds the port's socket."""
     server_args: str = ""
+    basis: str = ""
+    """How the server was tied to its port when the port's owner was not read (its own `--port`), else ""."""
 
 
 @dataclass
@@ -156,14 +158,18 @@ class Judgement:
     """Serving holders whose attachment cannot be told (no endpoint declared on this host)."""
     ports: str = ""
     """What the declared ports showed, for people (`port 8000: nothing listens`)."""
+    missing: str = ""
+    """The reads a recording did not hold (made before them), judged without: said in the verdict."""
+    partial: bool = False
+    """Judged from fuser, nvidia-smi and the server's pgrep alone (`judge_partial`): no parent chains."""
 
     def zombie_text(self) -> list[str]:
         """Each zombie: pid, name, its GPU memory, age and why its server is gone (the long name match last, and the
         largest GPU memory first, so a shortened verdict keeps what matters: with Ray the memory is the actor's,
         not its orphaned driver's)."""
         ranked = sorted(self.zombies, key=lambda z: -sum(a.used_mib or 0 for a in z[0].apps))
-        return [f"pid {h.pid} {h.name}, {h.memory()}, up {human_age(h.row.age_s) if h.row else '?'}, {why} "
-                f"({h.why_allowed()})" for h, why in ranked]
+        return [f"pid {h.pid} {h.name}, {h.memory()}, {'up ' + human_age(h.row.age_s) if h.row else 'age not read'}, "
+                f"{why} ({h.why_allowed()})" for h, why in ranked]
 
     def server_text(self) -> list[str]:
         """Each undeclared server once: its port, its server process, its GPU holders and the memory they hold.
@@ -181,8 +187,9 @@ class Judgement:
             others = [f"pid {m.holder.pid} {m.holder.name}" for m in members if m.holder.pid != server]
             also = f" (with {', '.join(others)})" if others else ""
             holds = "" if head else " (it holds no GPU itself)"
+            basis = next((m.basis for m in members if m.basis), "")
             out.append(f"a server on port {port} that no endpoint declares: pid {server} {name}{holds}{also} "
-                       f"{memory}")
+                       f"{memory}" + (f" ({basis})" if basis else ""))
         return out
 
 
@@ -232,7 +239,7 @@ def describe_holders(gpu_holders: list[GpuHolder], rows: dict[int, ProcessRow], 
 
 def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], listening: dict[int, list[int]],
           port_pids: dict[int, list[int]], other_servers: dict[int, int] | None = None,
-          ray_owners: dict[int, RayOwner] | None = None) -> Judgement:
+          ray_owners: dict[int, RayOwner] | None = None, bases: dict[int, str] | None = None) -> Judgement:
     """Sort the holders: strays (not serving), and each serving one attached (itself or an ancestor holds a
     declared port's socket; for a Ray worker, its driver's tree: `ray_owners`, holder pid -> RayOwner), a server
     of its own (itself or an ancestor, for a Ray worker its driver's tree too, holds the socket of a port no
@@ -273,7 +280,8 @@ def judge(holders: list[Holder], rows: dict[int, ProcessRow], ports: list[int], 
         tree = _chain(holder.pid, rows) + driver_tree
         own = next((pid for pid in tree if pid in other_servers), None)
         if own is not None:
-            result.servers.append(StrayServer(holder, other_servers[own], own, rows[own].args if own in rows else ""))
+            result.servers.append(StrayServer(holder, other_servers[own], own, rows[own].args if own in rows else "",
+                                              (bases or {}).get(own, "")))
             continue
         hidden = [p for p in ports if p not in closed and not port_pids.get(p)]
         if hidden:  # a Ray worker too: its driver may be under the server that holds the port unseen
@@ -469,29 +477,55 @@ def lineage(host, pids: list[int]) -> dict[int, ProcessRow]:
 
 
 def read_judgement(facts, rule, ports: list[int], default_ports: tuple[int, ...] | list[int] = (),
-                   ray_run_in=None) -> tuple[Judgement, list[Holder], str]:
+                   ray_run_in=None, server_pattern: str | None = None) -> tuple[Judgement, list[Holder], str]:
     """Read what the judgement needs through the declared host facts (`llmval.hostfacts.processes`) and judge.
     `default_ports`: the ports the engines serve on unless told otherwise (a second server started without
     `--port`). `ray_run_in`: where this host's `ray` CLI runs (`[hosts.ray] run_in`), for GPU holders under a
-    raylet.
+    raylet. `server_pattern`: the inventory's `pgrep -f` pattern of the serving process (`hosts.env.source =
+    "process:..."`), asked only where a recording holds no parent chains.
 
     Returns the judgement, every holder, and a note on what could not be read (GPU memory). A recording made
-    before these reads existed raises ReplayMiss (the caller says so)."""
+    before the process reads is judged from what it holds (`judge_partial`: fuser, `nvidia-smi -q -x`, the
+    server's pgrep) and the judgement says what was missing; one without even fuser raises ReplayMiss."""
     from ..core.errors import LlmvalError, ReplayMiss
 
     gpu_holders = facts.gpu_holders()
-    rows = lineage(facts, [h.pid for h in gpu_holders]) if gpu_holders else {}
+    missing: list[str] = []
+    rows: dict[int, ProcessRow] | None
+    try:
+        rows = lineage(facts, [h.pid for h in gpu_holders]) if gpu_holders else {}
+    except ReplayMiss:
+        rows = None
+        missing.append("the holders' parents and ages (ps)")
     note = ""
     try:
         apps = facts.gpu_apps() if gpu_holders else []
     except ReplayMiss:
-        raise
+        apps = _apps_from_xml(facts)
+        missing.append("--query-compute-apps" + (" (GPU memory from nvidia-smi -q -x instead)" if apps else ""))
     except LlmvalError as error:
         apps, note = [], f"GPU memory per process not read: {str(error).splitlines()[0]}"
-    units = {h.pid: GpuHolder(h.pid, h.command, facts.cgroup(h.pid)).unit for h in gpu_holders} \
-        if rule.allowed_units else {}
-    holders = describe_holders(gpu_holders, rows, apps, list(rule.allowed), units, list(rule.allowed_units))
-    listening = facts.listening_ports() if ports and any(h.is_serving for h in holders) else {}
+    try:
+        units = {h.pid: GpuHolder(h.pid, h.command, facts.cgroup(h.pid)).unit for h in gpu_holders} \
+            if rule.allowed_units else {}
+    except ReplayMiss:
+        units = {}
+        missing.append("the holders' cgroups (their units)")
+    holders = describe_holders(gpu_holders, rows or {}, apps, list(rule.allowed), units, list(rule.allowed_units))
+    listening: dict[int, list[int]] | None
+    try:
+        listening = facts.listening_ports() if ports and any(h.is_serving for h in holders) else {}
+    except ReplayMiss:
+        listening = None
+        missing.append("the listening ports (/proc/net/tcp)")
+    if rows is None or listening is None:
+        servers = None
+        if server_pattern:
+            try:
+                servers = facts.process_matches(server_pattern)
+            except ReplayMiss:
+                missing.append(f"the server's pgrep ({server_pattern!r})")
+        return judge_partial(holders, ports, servers, server_pattern, missing), holders, note
     port_pids = {p: facts.port_pids(p) for p in ports if p in listening}
     ray_workers = ray_owners(facts, holders, rows, ray_run_in) if ports else {}
     drivers = [o.driver_pid for o in ray_workers.values() if o.driver_pid is not None and o.driver_pid not in rows]
@@ -499,13 +533,62 @@ def read_judgement(facts, rule, ports: list[int], default_ports: tuple[int, ...]
         rows = {**rows, **lineage(facts, drivers)}
     first = judge(holders, rows, ports, listening, port_pids, ray_owners=ray_workers)
     others: dict[int, int] = {}
+    bases: dict[int, str] = {}
     if first.zombies:  # before calling one a zombie: does its own tree serve a port no endpoint declares?
         for port, tree in other_server_ports([h for h, _ in first.zombies], rows, ports, listening,
                                              list(default_ports)).items():
             try:
                 owners = facts.port_pids(port)
-            except ReplayMiss:
-                continue  # a recording made before this read: judged as it was then
+            except ReplayMiss:  # a recording made before this read: the tree's own `--port` of a listening port
+                owners = [pid for pid in tree if pid in rows and port in named_ports(rows[pid].args)]
+                bases.update({pid: f"its owner was not read (no `fuser {port}/tcp` in the recording): its own "
+                                   f"command line says --port {port}, and port {port} listens" for pid in owners})
             others.update({pid: port for pid in tree if pid in owners})
-    judged = judge(holders, rows, ports, listening, port_pids, others, ray_workers) if others else first
+    judged = judge(holders, rows, ports, listening, port_pids, others, ray_workers, bases) if others else first
+    judged.missing = "; ".join(missing)
     return judged, holders, note
+
+
+def _apps_from_xml(facts) -> list[ComputeApp]:
+    """GPU memory per process from `nvidia-smi -q -x`'s `<process_info>` (what a recording made before
+    `--query-compute-apps` holds); [] when that is not recorded either."""
+    from ..core.errors import LlmvalError
+
+    try:
+        log = facts.smi_log()
+    except LlmvalError:
+        return []
+    return [ComputeApp(pid, mib, gpu.uuid, name) for gpu in log.gpus for pid, mib, name in gpu.process_memory]
+
+
+def judge_partial(holders: list[Holder], ports: list[int], servers: list | None, pattern: str | None,
+                  missing: list[str]) -> Judgement:
+    """The holders judged without their parent chains or the listening ports (a recording made before those
+    reads): a holder that is itself the serving process (`pgrep -f <pattern>`) is attached; a serving holder is a
+    zombie when that pgrep finds no server at all (its server is gone, whoever its parent was); with a server
+    running, or no pattern to ask, whether a holder belongs to it cannot be told (unjudged, saying why)."""
+    result = Judgement(missing="; ".join(missing), partial=True)
+    server_pids = {s.pid for s in servers or []}
+    found = ", ".join(f"pid {s.pid} {s.name}" for s in servers or [])
+    asked = f"`pgrep -f '{pattern}'`"
+    if servers is not None:
+        result.ports = f"{asked} finds {found or 'no process'}"
+    else:
+        result.ports = "no server process looked for" + ("" if pattern else " (the inventory names no "
+                                                               "`hosts.env.source = \"process:<pgrep -f pattern>\"`)")
+    for holder in holders:
+        if holder.pid in server_pids:
+            result.attached.append((holder, f"it is the serving process {asked} finds"))
+        elif not holder.is_serving:
+            result.strays.append(holder)
+        elif not ports:
+            result.unjudged.append((holder, "no endpoint is declared on this host, so no serving port to check"))
+        elif servers is None:
+            result.unjudged.append((holder, f"not read: {result.missing}; and no server process was looked for"))
+        elif not servers:
+            result.zombies.append((holder, f"no server process runs: {asked} finds none (port "
+                                           f"{', '.join(map(str, ports))}: its server is gone)"))
+        else:
+            result.unjudged.append((holder, f"a server runs ({found}), but whether this holder is its child was not "
+                                            f"read ({result.missing})"))
+    return result

@@ -99,8 +99,19 @@ from .files import (  # noqa: E402
     group_digests,
     model_digests,
 )
-from .gpu import GPU_HOLDERS, GPU_QUERY, P2P_READ, PROC_CGROUP, SMI_XML, GpusLost, holder_is_allowed  # noqa: E402
+from .gpu import (  # noqa: E402
+    GPU_HOLDERS,
+    GPU_QUERY,
+    P2P_READ,
+    PROC_CGROUP,
+    SMI_TEXT,
+    SMI_XML,
+    GpusLost,
+    holder_is_allowed,
+)
 from .gpu_health import (  # noqa: E402
+    GSP_KERNEL_DMESG,
+    GSP_KERNEL_JOURNAL,
     KERNEL_GPU_DMESG,
     KERNEL_GPU_JOURNAL,
     OFF_BUS_DMESG,
@@ -111,7 +122,7 @@ from .gpu_health import (  # noqa: E402
 )
 from .nccl import NCCL_DOCKER, NCCL_FILE, NCCL_JOURNAL  # noqa: E402
 from .network import IP_ADDR  # noqa: E402
-from .proxmox import LXC_CONF, PCI_DRIVERS, VM_CONF  # noqa: E402
+from .proxmox import LXC_CONF, NVIDIA_DEVICE_NODES, PCI_DRIVERS, VM_CONF  # noqa: E402
 from .ray import (  # noqa: E402
     RAY_ACTORS,
     RAY_ACTORS_DOCKER,
@@ -119,6 +130,8 @@ from .ray import (  # noqa: E402
     RAY_JOBS_DOCKER,
     RAY_NODES,
     RAY_NODES_DOCKER,
+    RAY_STATUS,
+    RAY_STATUS_DOCKER,
 )
 from .services import CONTAINER_INSPECT, UNIT_SHOW  # noqa: E402
 from .system import UNAME  # noqa: E402
@@ -135,6 +148,8 @@ __all__ = [
     "GLOB",
     "GPU_HOLDERS",
     "GPU_QUERY",
+    "GSP_KERNEL_DMESG",
+    "GSP_KERNEL_JOURNAL",
     "IP_ADDR",
     "KERNEL_GPU_DMESG",
     "KERNEL_GPU_JOURNAL",
@@ -147,6 +162,7 @@ __all__ = [
     "NCCL_FILE",
     "NCCL_JOURNAL",
     "NUMBER",
+    "NVIDIA_DEVICE_NODES",
     "OFF_BUS_DMESG",
     "OFF_BUS_JOURNAL",
     "P2P_READ",
@@ -163,9 +179,12 @@ __all__ = [
     "RAY_JOBS_DOCKER",
     "RAY_NODES",
     "RAY_NODES_DOCKER",
+    "RAY_STATUS",
+    "RAY_STATUS_DOCKER",
     "READ_ONLY",
     "SHA256",
     "SMI_CLOCKS",
+    "SMI_TEXT",
     "SMI_XML",
     "TEXT",
     "UNAME",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 import time
 
-from ..core.errors import CommandFailed, LlmvalError
+from ..core.errors import CommandFailed, LlmvalError, ParseError
 from ..gpu.holders import match_name
+from ..parsers.gpu_health import parse_nvidia_smi_text
 from ..parsers.nvidia_smi import (
     GPU_QUERY_FIELDS,
     GpuInfo,
@@ -22,6 +23,8 @@ from ._fact import Reader, fact
 GPU_QUERY = Command("gpu-query", f"nvidia-smi --query-gpu={','.join(GPU_QUERY_FIELDS)} --format=csv,noheader,nounits")
 """Frozen: every recording answers exactly this. A new field is a new fact with its own query."""
 SMI_XML = Command("smi-xml", "nvidia-smi -q -x")
+SMI_TEXT = Command("smi-q-text", "nvidia-smi -q")
+"""The same report as text: read only where `-q -x` fails or prints no XML (`from_smi_report`)."""
 P2P_READ = Command("p2p-read", "nvidia-smi topo -p2p r")
 GPU_HOLDERS = Command("gpu-holders", "fuser -v /dev/nvidia* 2>&1")
 PROC_CGROUP = Command("proc-cgroup", "cat /proc/{pid}/cgroup", pid=NUMBER)
@@ -77,11 +80,31 @@ def smi_xml(host: Reader) -> str:
     return host.output(SMI_XML)
 
 
-@fact(SMI_XML, section="gpus", judges={"gpus.cuda_version": "hosts.driver.cuda_version"},
+@fact(SMI_TEXT, section="gpus", needs=lambda h: False)
+def smi_text(host: Reader) -> str:
+    """The text of `nvidia-smi -q`, read once where `-q -x` is not available."""
+    return host.output(SMI_TEXT)
+
+
+def from_smi_report(host: Reader, from_xml, from_text):
+    """`from_xml(nvidia-smi -q -x)`; where that fails (an nvidia-smi without XML output: a non-zero exit, or XML it
+    cannot read), `from_text(nvidia-smi -q)`, the same fields under the same names. A timeout or an unreachable host
+    is not asked again (a hung nvidia-smi hangs for `-q` too); the XML's error stands when the text cannot be read
+    either (or a recording holds no text read)."""
+    try:
+        return from_xml(host.smi_xml())
+    except (CommandFailed, ParseError) as xml_error:
+        try:
+            return from_text(host.smi_text())
+        except LlmvalError:
+            raise xml_error from None
+
+
+@fact(SMI_XML, SMI_TEXT, section="gpus", judges={"gpus.cuda_version": "hosts.driver.cuda_version"},
       needs=lambda h: (h.gpus is not None and h.gpus.cuda_version is not None) or h.proxmox is not None)
 def smi_log(host: Reader) -> SmiLog:
-    """Driver/CUDA versions and per-GPU minor numbers from `nvidia-smi -q -x`."""
-    return parse_nvidia_smi_xml(host.smi_xml())
+    """Driver/CUDA versions and per-GPU minor numbers from `nvidia-smi -q -x` (`nvidia-smi -q` where no XML)."""
+    return from_smi_report(host, parse_nvidia_smi_xml, parse_nvidia_smi_text)
 
 
 @fact(P2P_READ, section="gpus.p2p", checks="hosts.gpu.p2p")

@@ -9,7 +9,16 @@ API server, so whether its server is still there is told through its driver (the
 from __future__ import annotations
 
 from ..inventory import Source
-from ..parsers.ray import RayActor, RayJob, RayNode, parse_ray_actors, parse_ray_jobs, parse_ray_nodes
+from ..parsers.ray import (
+    RayActor,
+    RayJob,
+    RayNode,
+    RayStatus,
+    parse_ray_actors,
+    parse_ray_jobs,
+    parse_ray_nodes,
+    parse_ray_status,
+)
 from ._command import CONTAINER, Command
 from ._fact import Reader, fact
 
@@ -22,6 +31,12 @@ RAY_ACTORS_DOCKER = Command("ray-actors-docker", "docker exec {name} ray list ac
 RAY_JOBS = Command("ray-jobs", "ray list jobs --format json --limit 10000")
 RAY_JOBS_DOCKER = Command("ray-jobs-docker", "docker exec {name} ray list jobs --format json --limit 10000",
                           name=CONTAINER)
+
+
+RAY_STATUS = Command("ray-status", "ray status")
+RAY_STATUS_DOCKER = Command("ray-status-docker", "docker exec {name} ray status", name=CONTAINER)
+"""The autoscaler's summary: resource usage (`2.0/2.0 GPU (2.0 used of 2.0 reserved in placement groups)`) and the
+demands no node meets: why an engine's placement group waits."""
 
 
 @fact(RAY_NODES, RAY_NODES_DOCKER, section="ray",
@@ -48,3 +63,12 @@ def ray_jobs(host: Reader, run_in: Source | None) -> list[RayJob]:
     if run_in is None:
         return parse_ray_jobs(host.output(RAY_JOBS))
     return parse_ray_jobs(host.output(RAY_JOBS_DOCKER, name=run_in.value))
+
+
+@fact(RAY_STATUS, RAY_STATUS_DOCKER, section="ray", needs=lambda h: False)
+def ray_status(host: Reader, run_in: Source | None) -> RayStatus:
+    """`ray status`: active/pending nodes, recent failures, resource usage (with placement-group reservations) and
+    unmet demands."""
+    if run_in is None:
+        return parse_ray_status(host.output(RAY_STATUS))
+    return parse_ray_status(host.output(RAY_STATUS_DOCKER, name=run_in.value))

@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from ..core.errors import ParseError
-from .nvidia_smi import NOT_AVAILABLE, csv_cells, normalize_bus_id, smi_xml_root
+from .nvidia_smi import NOT_AVAILABLE, SmiLog, XmlGpu, _mib, csv_cells, normalize_bus_id, smi_xml_root
 
 HEALTH_SUBTREES = ("persistence_mode", "performance_state", "pci/pci_gpu_link_info", "ecc_mode", "ecc_errors",
                    "retired_pages", "remapped_rows", "clocks_event_reasons", "clocks_throttle_reasons", "temperature")
@@ -125,11 +125,21 @@ Some drivers print the PCI ID on the first line (`NVRM: The NVIDIA GPU 0000:01:0
 this system has`), and a log that joins the record shows it on one line."""
 LOST_LINES = 3
 """How many lines the multi-line form spans at most: a tail looks that far back for its head."""
+GSP_TIMEOUT_RE = re.compile(r"NVRM: .*(?:rpcRecvPoll timedout for fn (?P<fn>\d+)|\bGSP Timeout\b|"
+                            r"GSP\b.*\b[Hh]eartbeat\b.*(?:timed? ?out|timeout)|[Hh]eartbeat\b.*\bGSP\b.*time)")
+"""The GPU's firmware (GSP) not answering, as the driver says it beside or instead of an Xid 119 line (open
+kernel modules' kernel_gsp.c / rpc.c): the `_kgspLogXid119: *** GSP Timeout ***` banner, `_issueRpcAndWait:
+rpcRecvPoll timedout for fn 76!` (later timeouts, after the first Xid 119 was printed or when it was cut by a grep),
+and GSP heartbeat timeouts. Counted as Xid 119 where no Xid 119 line was printed."""
+GSP_GPU_RE = re.compile(r"\bGPU(?P<n>\d+)\b")
 BOOT_BANNER_RE = re.compile(r"\bLinux version \d")
 """The kernel's first line of every boot: where it shows, the log reaches back to boot."""
 
 XID_MEANINGS = {
     13: "graphics engine exception (usually the application)", 31: "GPU memory page fault (usually the application)",
+    38: "driver firmware error", 109: "context switch timeout (CTXSW)",
+    145: "NVLink RLW error (an NVLink link or fabric error)",
+    149: "NVLink NETIR link event (a link down: NVLink fabric)",
     43: "GPU stopped processing (application fault)", 45: "preemptive cleanup after an earlier error",
     48: "double-bit ECC error", 61: "internal micro-controller breakpoint", 62: "internal micro-controller halt",
     63: "ECC page retirement or row remapping recorded", 64: "ECC page retirement or row remapper failure",
@@ -149,7 +159,8 @@ class XidEvent:
     """As the driver wrote it, e.g. `PCI:0000:01:00`."""
     line: str
     xid_line: bool = True
-    """False for a `GPU has fallen off the bus` line with no Xid line of its GPU (counted as code 79)."""
+    """False for a `GPU has fallen off the bus` line with no Xid line of its GPU (counted as code 79), or a GSP
+    timeout line with no Xid 119 line in the log (counted as code 119)."""
     pci_id: str = ""
     """The multi-line form's `vendor:device` (`10de:26b5`), where the log kept it."""
 
@@ -171,7 +182,7 @@ def parse_xid_lines(text: str) -> list[XidEvent]:
     >>> [(e.code, e.device, e.pci_id) for e in lost]
     [(79, 'PCI:0000:b3:00.0', '10de:26b5')]
     """
-    events, off_bus = [], []
+    events, off_bus, gsp = [], [], []
     lines = [line.strip() for line in text.splitlines()]
     for at, line in enumerate(lines):
         if match := XID_RE.search(line):
@@ -180,8 +191,12 @@ def parse_xid_lines(text: str) -> list[XidEvent]:
             off_bus.append(XidEvent(79, f"PCI:{match['bus']}", line, xid_line=False))
         elif LOST_TAIL_RE.search(line):
             off_bus.append(_lost_gpu(lines[max(0, at - LOST_LINES + 1):at + 1]))
+        elif GSP_TIMEOUT_RE.search(line):
+            gpu = GSP_GPU_RE.search(line.split("NVRM:", 1)[1])
+            gsp.append(XidEvent(119, f"GPU{gpu['n']}" if gpu else "", line, xid_line=False))
     with_xid = {_gpu_key(e.device) for e in events if e.code == 79}
-    return events + [e for e in off_bus if not e.device or _gpu_key(e.device) not in with_xid]
+    gsp = [] if any(e.code == 119 for e in events) else gsp  # the Xid 119 line says it; these are its details
+    return events + [e for e in off_bus if not e.device or _gpu_key(e.device) not in with_xid] + gsp
 
 
 def _lost_gpu(window: list[str]) -> XidEvent:
@@ -202,3 +217,145 @@ def _gpu_key(device: str) -> str:
 def has_boot_banner(text: str) -> bool:
     """True when the kernel log text holds this boot's `Linux version ...` line."""
     return BOOT_BANNER_RE.search(text) is not None
+
+
+# ---- `nvidia-smi -q` (text), where `-q -x` is not available ----------------------------------------------------------
+SMI_TEXT_GPU_RE = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
+SMI_TEXT_ROW_RE = re.compile(r"^(?P<indent> *)(?P<key>\S.*?)\s*(?::\s*(?P<value>.*?))?\s*$")
+TEXT_HEALTH_PATHS = {
+    "persistence mode": "persistence_mode",
+    "performance state": "performance_state",
+    "pci/gpu link info/pcie generation/max": "pci/pci_gpu_link_info/pcie_gen/max_link_gen",
+    "pci/gpu link info/pcie generation/current": "pci/pci_gpu_link_info/pcie_gen/current_link_gen",
+    "pci/gpu link info/pcie generation/device current": "pci/pci_gpu_link_info/pcie_gen/device_current_link_gen",
+    "pci/gpu link info/pcie generation/device max": "pci/pci_gpu_link_info/pcie_gen/max_device_link_gen",
+    "pci/gpu link info/pcie generation/host max": "pci/pci_gpu_link_info/pcie_gen/max_host_link_gen",
+    "pci/gpu link info/link width/max": "pci/pci_gpu_link_info/link_widths/max_link_width",
+    "pci/gpu link info/link width/current": "pci/pci_gpu_link_info/link_widths/current_link_width",
+    "ecc mode/current": "ecc_mode/current_ecc",
+    "ecc mode/pending": "ecc_mode/pending_ecc",
+    "retired pages/double bit ecc": "retired_pages/double_bit_retirement/retired_count",
+    "retired pages/single bit ecc": "retired_pages/multiple_single_bit_retirement/retired_count",
+    "retired pages/pending page blacklist": "retired_pages/pending_blacklist",
+    "retired pages/pending page retirement": "retired_pages/pending_retirement",
+    "remapped rows/correctable error": "remapped_rows/remapped_row_corr",
+    "remapped rows/inactive correctable error": "remapped_rows/remapped_row_corr_inactive",
+    "remapped rows/uncorrectable error": "remapped_rows/remapped_row_unc",
+    "remapped rows/inactive uncorrectable error": "remapped_rows/remapped_row_unc_inactive",
+    "remapped rows/pending": "remapped_rows/remapped_row_pending",
+    "remapped rows/remapping failure occurred": "remapped_rows/remapped_row_failure",
+    "temperature/gpu current temp": "temperature/gpu_temp",
+    "temperature/memory current temp": "temperature/memory_temp",
+}
+"""`nvidia-smi -q`'s labels (nested by indentation, lower case) -> the `-q -x` element paths the judges read, where the
+names differ; ECC counters follow one rule (`ecc errors/volatile/DRAM Uncorrectable` -> `ecc_errors/volatile/
+dram_uncorrectable`) and clocks event reasons another (`Idle` -> `clocks_event_reason_gpu_idle`). Checked against the
+REAL H200 pair of `-q` and `-q -x` (selftest/data/real/h200x2)."""
+CLOCK_TEXT_NAMES = {"idle": "gpu_idle", "display clock setting": "display_clocks_setting",
+                    "hw slowdown/hw thermal slowdown": "hw_thermal_slowdown",
+                    "hw slowdown/hw power brake slowdown": "hw_power_brake_slowdown"}
+
+
+def _snake(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", label.lower().replace("-", "")).strip("_")
+
+
+def _text_tree(block: list[str]) -> dict[str, str]:
+    """One GPU's `-q` block as `parent/child/label -> value` (labels lower case, nested by indentation)."""
+    out: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in block:
+        m = SMI_TEXT_ROW_RE.match(line)
+        if m is None or not m["key"]:
+            continue
+        indent = len(m["indent"])
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        key = m["key"].strip().lower()
+        path = "/".join([s[1] for s in stack] + [key])
+        if m["value"] is None or m["value"] == "":
+            stack.append((indent, key))
+        else:
+            out[path] = m["value"].strip()
+    return out
+
+
+def _text_health_path(path: str) -> str | None:
+    """The `-q -x` path of one `-q` label path, or None where the judges read no such field."""
+    if path in TEXT_HEALTH_PATHS:
+        return TEXT_HEALTH_PATHS[path]
+    for section, element in (("clocks event reasons/", "clocks_event_reasons/clocks_event_reason_"),
+                             ("clocks throttle reasons/", "clocks_throttle_reasons/clocks_throttle_reason_")):
+        if path.startswith(section):
+            rest = path[len(section):]
+            return element + CLOCK_TEXT_NAMES.get(rest, _snake(rest.rsplit("/", 1)[-1]))
+    if path.startswith("ecc errors/"):
+        return "ecc_errors/" + "/".join(_snake(part) for part in path.split("/")[1:])
+    return None
+
+
+def smi_text_blocks(text: str) -> list[tuple[str, dict[str, str], list[str]]]:
+    """(bus id, label tree, lines) of every `GPU <bus>` block of `nvidia-smi -q`, after its header rows (`""` as the
+    bus id: the header, `Driver Version`, `CUDA Version`, `Attached GPUs`)."""
+    blocks: list[tuple[str, list[str]]] = [("", [])]
+    for line in text.splitlines():
+        if m := SMI_TEXT_GPU_RE.match(line.strip()):
+            blocks.append((normalize_bus_id(m["bus"]), []))
+        elif not line.startswith("=") and line.strip():
+            blocks[-1][1].append(line)
+    if len(blocks) == 1:
+        raise ParseError("nvidia-smi -q", "no `GPU <bus id>` block", text[:200])
+    return [(bus, _text_tree(lines), lines) for bus, lines in blocks]
+
+
+def parse_gpu_health_text(text: str) -> list[GpuHealth]:
+    """The health fields of `nvidia-smi -q` (text) under the `-q -x` paths, so one judge and one quote serve both.
+
+    >>> gpu = parse_gpu_health_text("Driver Version : 580.1\\nGPU 00000000:01:00.0\\n    Product Name : NVIDIA GB10\\n"
+    ...                             "    Persistence Mode : Enabled\\n    Remapped Rows\\n        Pending : No\\n")[0]
+    >>> gpu.bus_id, gpu.name, gpu.fields
+    ('0000:01:00.0', 'NVIDIA GB10', {'persistence_mode': 'Enabled', 'remapped_rows/remapped_row_pending': 'No'})
+    """
+    gpus = []
+    for bus, tree, _ in smi_text_blocks(text)[1:]:
+        fields = {xml: value for path, value in tree.items() if (xml := _text_health_path(path)) is not None}
+        gpus.append(GpuHealth(bus_id=bus, name=tree.get("product name", ""), fields=fields,
+                              uuid=tree.get("gpu uuid", "")))
+    return gpus
+
+
+SMI_TEXT_PROCESS_RE = re.compile(r"^\s*Process ID\s*:\s*(?P<pid>\d+)\s*$")
+SMI_TEXT_PROCESS_FIELD_RE = re.compile(r"^\s*(?P<key>Name|Used GPU Memory)\s*:\s*(?P<value>.*?)\s*$")
+
+
+def parse_nvidia_smi_text(text: str) -> SmiLog:
+    """`nvidia-smi -q` (text) as the `SmiLog` `-q -x` gives: driver and CUDA versions, and per GPU its bus id, name,
+    UUID, minor number, architecture, memory total and processes (with their memory)."""
+    source = "nvidia-smi -q"
+    blocks = smi_text_blocks(text)
+    header = blocks[0][1]
+    driver = header.get("driver version")
+    if not driver:
+        raise ParseError(source, "no `Driver Version`", text[:200])
+    gpus = []
+    for bus, tree, lines in blocks[1:]:
+        processes: list[list] = []
+        for line in lines:
+            if m := SMI_TEXT_PROCESS_RE.match(line):
+                processes.append([int(m["pid"]), None, ""])
+            elif processes and (m := SMI_TEXT_PROCESS_FIELD_RE.match(line)):
+                if m["key"] == "Name":
+                    processes[-1][2] = m["value"]
+                else:
+                    processes[-1][1] = _mib(m["value"], source)
+        minor, memory = tree.get("minor number", ""), tree.get("fb memory usage/total")
+        gpus.append(XmlGpu(bus_id=bus, name=tree.get("product name", ""), uuid=tree.get("gpu uuid", ""),
+                           minor_number=int(minor) if minor.isdigit() else None,
+                           architecture=tree.get("product architecture"),
+                           memory_total_mib=None if memory is None else _mib(memory, source),
+                           process_pids=tuple(p[0] for p in processes),
+                           process_memory=tuple((p[0], p[1], p[2]) for p in processes)))
+    cuda = header.get("cuda version")
+    attached = header.get("attached gpus") or str(len(gpus))
+    return SmiLog(driver_version=driver, cuda_version=None if cuda in NOT_AVAILABLE or cuda == "Not Found" else cuda,
+                  attached_gpus=int(attached) if attached.isdigit() else len(gpus), gpus=tuple(gpus))

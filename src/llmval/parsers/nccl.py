@@ -1,9 +1,11 @@
 """NCCL INFO logs: which transport each channel used, which network, what the environment set.
 
-Lines look like `host:pid:tid [dev] NCCL INFO <msg>`; they may carry a prefix (Ray prints
-`(RayWorkerWrapper pid=.., ip=..)` before a worker's lines) or be glued to a program's own print,
-so the envelope is searched, not anchored. Formats: NVIDIA/nccl `src/debug.cc`, `src/transport/*.cc`
-and the real H200 captures in selftest/data/real/h200x2 (see infra.md §4).
+Lines look like `host:pid:tid [dev] NCCL INFO <msg>`. Each line first passes the log envelope stage
+(`llmval.parsers.envelope`: journald/docker prefixes, colour, Ray's `(RayWorkerWrapper pid=.., ip=..)` tags and its
+`[repeated 15x across cluster]` suffix), so a record's message never holds them; a record may still be glued to a
+program's own print or share a line with the next record (concurrent writers), so records are searched, not
+anchored, and each ends where the next one (with its own process tags) begins. Formats: NVIDIA/nccl `src/debug.cc`,
+`src/transport/*.cc` and the real H200 captures in selftest/data/real/h200x2 (see infra.md §4).
 
     >>> log = parse_nccl_log("spark1:9:9 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IBext_v11/0")
     >>> sorted(log.transports)
@@ -15,8 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-ENVELOPE_RE = re.compile(r"(?P<host>[^\s:()]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<where>\S+:\d+) )?"
-                         r"NCCL (?P<level>INFO|WARN) (?P<msg>.*?)(?=[^\s:()]+:\d+:\d+ \[\d+\] (?:\S+:\d+ )?NCCL |$)")
+from .envelope import PROCESS_TAGS, ProcessTag, take_tags, unwrap_line
+
+RECORD_RE = re.compile(r"(?P<tags>" + PROCESS_TAGS + r"*)"
+                       r"(?P<host>[^\s:()]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<where>\S+:\d+) )?"
+                       r"NCCL (?P<level>INFO|WARN) (?P<msg>.*?)"
+                       r"(?=" + PROCESS_TAGS + r"*[^\s:()]+:\d+:\d+ \[\d+\] (?:\S+:\d+ )?NCCL |$)")
 """`host:pid:tid [dev] NCCL INFO msg`; a WARN names its source first (debug.cc: `"%s:%d:%d [%d] %s:%d NCCL WARN "`,
 e.g. `node-2:5776:5902 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer ...`)."""
 VERSION_RE = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)\S*\+cuda(?P<cuda>\d+\.\d+)")
@@ -50,6 +56,8 @@ class Channel:
     """The network name for NET channels (`IBext_v11`, `Socket`, `NCCL RDMA Plugin v9`)."""
     gdr: bool = False
     line: str = ""
+    ip: str | None = None
+    """The Ray node whose worker printed the line (its `ip=` tag); None without Ray or on the driver's node."""
 
 
 @dataclass
@@ -68,6 +76,8 @@ class NcclLog:
     """`NCCL_X set by environment to V` lines (trailing period of NCCL_PARAM lines removed)."""
     warnings: list[str] = field(default_factory=list)
     """`NCCL WARN` lines, each as `file.cc:line msg` (the source NCCL names) where the line carries one."""
+    senders: set[ProcessTag] = field(default_factory=set)
+    """The process tags (Ray actor, pid, node ip) the records arrived under: which workers' NCCL this log holds."""
 
     @property
     def ibext_disabled(self) -> bool:
@@ -107,16 +117,21 @@ def parse_nccl_log(text: str) -> NcclLog:
     """Everything the transport checks need from an NCCL log (INFO and WARN lines; others are ignored)."""
     log = NcclLog()
     for raw in text.splitlines():
-        for match in ENVELOPE_RE.finditer(raw):
+        envelope = unwrap_line(raw)
+        for match in RECORD_RE.finditer(envelope.message):
             log.lines += 1
+            tags = envelope.tags + take_tags(match["tags"])[0]
+            log.senders.update(tags)
+            ip = next((t.ip for t in reversed(tags) if t.ip), None)
             msg = match["msg"].rstrip()
             if match["level"] == "WARN":
                 log.warnings.append(f"{match['where']} {msg}" if match["where"] else msg)
                 continue
             if m := CHANNEL_RE.match(msg):
                 transport, net, gdr = classify_via(m["via"])
+                record = envelope.message[match.start("host"):match.end()].strip()
                 log.channels.append(Channel(match["host"], int(m["src"]), int(m["dst"]), m["dir"], m["via"],
-                                            transport, net, gdr, match.group(0).strip()))
+                                            transport, net, gdr, record, ip))
             elif m := VERSION_RE.search(msg):
                 log.versions.add(m["version"])
             elif m := IB_DEVICES_RE.match(msg):

@@ -59,6 +59,9 @@ class XmlGpu:
     architecture: str | None
     memory_total_mib: int | None
     process_pids: tuple[int, ...]
+    process_memory: tuple[tuple[int, int | None, str], ...] = ()
+    """(pid, used MiB or None where `[N/A]`, process name) of each `<process_info>`: the GPU memory per process
+    where `--query-compute-apps` was not read (a recording made before that read)."""
 
 
 def normalize_bus_id(text: str) -> str:
@@ -163,13 +166,17 @@ def parse_nvidia_smi_xml(text: str) -> SmiLog:
     gpus = []
     for gpu in root.findall("gpu"):
         minor = _text(gpu, "minor_number")
-        pids = tuple(int(p) for p in (_text(pi, "pid") for pi in gpu.findall("processes/process_info")) if p)
+        infos = [pi for pi in gpu.findall("processes/process_info") if (_text(pi, "pid") or "").isdigit()]
+        pids = tuple(int(_text(pi, "pid") or 0) for pi in infos)
+        memory_of = tuple((int(_text(pi, "pid") or 0), _mib(_text(pi, "used_memory") or "[N/A]", source),
+                           _text(pi, "process_name") or "") for pi in infos)
         memory = _text(gpu, "fb_memory_usage/total")
         gpus.append(XmlGpu(
             bus_id=normalize_bus_id(gpu.get("id", "")), name=_text(gpu, "product_name") or "",
             uuid=_text(gpu, "uuid") or "", minor_number=int(minor) if minor and minor.isdigit() else None,
             architecture=_text(gpu, "product_architecture"),
             memory_total_mib=None if memory is None else _mib(memory, source), process_pids=pids,
+            process_memory=memory_of,
         ))
     attached = _text(root, "attached_gpus") or str(len(gpus))
     return SmiLog(driver_version=driver, cuda_version=None if cuda in NOT_AVAILABLE else cuda,

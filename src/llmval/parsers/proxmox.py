@@ -209,3 +209,96 @@ def parse_lspci_k(text: str) -> dict[str, str | None]:
         elif current is not None and (used := LSPCI_DRIVER_RE.match(line)):
             drivers[current] = used["driver"]
     return drivers
+
+
+PROC_DEVICES_HEAD_RE = re.compile(r"^(?P<kind>Character|Block) devices:\s*$")
+PROC_DEVICES_ROW_RE = re.compile(r"^\s*(?P<major>\d+) (?P<name>\S+)\s*$")
+LS_DEVICE_RE = re.compile(r"^c[-rwxsStT.+]{9}\S*\s+\d+\s+\S+\s+\S+\s+(?P<major>\d+),\s*(?P<minor>\d+)\s+.*?"
+                          r"\s(?P<path>/dev/\S+)$")
+"""`crw-rw-rw- 1 root root 509,   0 Dec  6 10:00 /dev/nvidia-uvm` (coreutils `ls -l` of a character device)."""
+FIXED_NVIDIA_MAJOR = 195
+"""nvidia.ko's major (`/dev/nvidiaN`, `/dev/nvidiactl`, `/dev/nvidia-modeset`), fixed by the driver; nvidia-uvm's and
+nvidia-caps' majors are given out by the kernel at load time (`register_chrdev(0, ...)`), so they differ per node."""
+
+
+@dataclass(frozen=True)
+class DeviceNodes:
+    """The node's NVIDIA character devices: `/proc/devices` (driver name -> major) and `ls -l /dev/nvidia*`
+    (path -> (major, minor))."""
+
+    majors: dict[str, int]
+    nodes: dict[str, tuple[int, int]]
+
+    def number_of(self, path: str) -> tuple[int, int | None] | None:
+        """(major, minor) of a device path as the node has it; for a path the listing lacks, the major its driver
+        registered (minor unknown: None), from the driver the path names; None when neither says."""
+        if path in self.nodes:
+            return self.nodes[path]
+        name = path.removeprefix("/dev/")
+        if name.startswith("nvidia-uvm"):
+            driver = "nvidia-uvm"
+        elif name.startswith("nvidia-caps"):
+            driver = "nvidia-caps"
+        elif GPU_NODE_RE.match(path) or name in ("nvidiactl", "nvidia-modeset"):
+            driver = ""
+        else:
+            return None
+        if not driver:
+            return (FIXED_NVIDIA_MAJOR, None)
+        return (self.majors[driver], None) if driver in self.majors else None
+
+    def under(self, folder: str) -> dict[str, tuple[int, int]]:
+        """The listed device nodes inside `folder` (a bind-mounted `/dev/nvidia-caps`)."""
+        return {p: n for p, n in self.nodes.items() if p.startswith(folder.rstrip("/") + "/")}
+
+
+def parse_device_nodes(text: str) -> DeviceNodes:
+    """`cat /proc/devices` followed by `ls -ld /dev/nvidia* /dev/nvidia-caps/*`: NVIDIA majors by driver name, and
+    every listed character device's (major, minor). Other lines (block devices, directories) are skipped.
+
+    >>> nodes = parse_device_nodes("Character devices:\\n195 nvidia-frontend\\n509 nvidia-uvm\\n\\nBlock devices:\\n"
+    ...                            "  8 sd\\ncrw-rw-rw- 1 root root 509,   1 Dec  6 10:00 /dev/nvidia-uvm-tools\\n")
+    >>> nodes.majors["nvidia-uvm"], nodes.number_of("/dev/nvidia-uvm"), nodes.number_of("/dev/nvidia-uvm-tools")
+    (509, (509, None), (509, 1))
+    """
+    majors: dict[str, int] = {}
+    nodes: dict[str, tuple[int, int]] = {}
+    section = ""
+    for line in text.splitlines():
+        if m := PROC_DEVICES_HEAD_RE.match(line):
+            section = m["kind"]
+        elif m := LS_DEVICE_RE.match(line.strip()):
+            nodes[m["path"]] = (int(m["major"]), int(m["minor"]))
+            section = ""
+        elif section == "Character" and (m := PROC_DEVICES_ROW_RE.match(line)) and m["name"].startswith("nvidia"):
+            majors[m["name"]] = int(m["major"])
+    if not majors and not nodes and text.strip():
+        raise ParseError("/proc/devices + ls -l /dev/nvidia*", "no NVIDIA character device in the output",
+                         text.strip().splitlines()[0])
+    return DeviceNodes(majors, nodes)
+
+
+def denied_device_nodes(conf: LxcConf, devices: DeviceNodes) -> dict[str, str]:
+    """Every NVIDIA node `conf` bind-mounts whose real device number (as the node has it) no cgroup allow rule
+    of `conf` lets the container open, with why: `c 509:0 not allowed`, or that the node does not say its number.
+    A bind-mounted folder (`/dev/nvidia-caps`) counts for each device the node lists inside it.
+
+    >>> conf = parse_lxc_conf("lxc.cgroup2.devices.allow: c 195:* rwm\\n"
+    ...                       "lxc.mount.entry: /dev/nvidia-uvm dev/nvidia-uvm none bind,optional,create=file\\n")
+    >>> denied_device_nodes(conf, DeviceNodes({"nvidia-uvm": 510}, {"/dev/nvidia-uvm": (510, 0)}))
+    {'/dev/nvidia-uvm': 'c 510:0 not allowed'}
+    """
+    denied: dict[str, str] = {}
+    for path in sorted(conf.bind_mounted):
+        inside = devices.under(path)
+        numbers: dict[str, tuple[int, int | None] | None] = dict(inside) if inside else {path: devices.number_of(path)}
+        for node, number in numbers.items():
+            if number is None:
+                denied[node] = "its device number is unknown: the node lists no such device nor a driver for it"
+                continue
+            major, minor = number
+            ok = conf.is_allowed(major, minor) if minor is not None else \
+                any(a in (str(major), "*") and b == "*" for a, b in conf.cgroup_allows)
+            if not ok:
+                denied[node] = f"c {major}:{'*' if minor is None else minor} not allowed"
+    return denied

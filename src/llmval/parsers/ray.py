@@ -1,5 +1,8 @@
-"""Ray cluster state from the State API's machine format (`ray list nodes|actors|jobs --format json`), and
-`ray.nodes()` JSON for nodes.
+"""Ray cluster state from the State API's machine format (`ray list nodes|actors|jobs --format json`),
+`ray.nodes()` JSON for nodes, the State API's table form (`ray list nodes` without `--format json`: Ray's
+`format_list_api_output`, tabulate's `plain` table under `Table:`, dict cells YAML-dumped over several lines) and
+`ray status` (the autoscaler's summary: `Node status` with `Active:`/`Pending:`/`Recent failures:`, `Resources`
+with `Usage:` lines `1.0/2.0 GPU (1.0 used of 2.0 reserved in placement groups)` and `Demands:`).
 
     >>> nodes = parse_ray_nodes('[{"node_id":"a","node_ip":"192.168.200.1","state":"ALIVE",'
     ...                         '"is_head_node":true,"resources_total":{"GPU":1.0}}]')
@@ -15,7 +18,8 @@ heartbeats"`; `ray list jobs` gives each driver as `"driver_info": {"id": .., "n
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from ..core.errors import ParseError
 
@@ -64,8 +68,55 @@ def _json_list(text: str, what: str) -> list:
     return data
 
 
+TABLE_HEAD_RE = re.compile(r"^\s*NODE_ID\s+NODE_IP\b")
+TABLE_ROW_RE = re.compile(r"^\s*\d+\s+\S")
+GPU_CELL_RE = re.compile(r"(?:^|\s)GPU:\s*(?P<n>[\d.]+)")
+
+
+def parse_ray_nodes_table(text: str) -> list[RayNode]:
+    """`ray list nodes` in its table form: each row under the `NODE_ID NODE_IP IS_HEAD_NODE STATE ...` header, its
+    cells cut at the header's column starts; a RESOURCES_TOTAL cell continues on the lines below the row (`GPU: 2.0`).
+
+    >>> table = ("Table:\\n------------------------------\\n"
+    ...          "    NODE_ID   NODE_IP      IS_HEAD_NODE    STATE    NODE_NAME    RESOURCES_TOTAL\\n"
+    ...          " 0  1bef71    10.0.0.11    True            ALIVE    10.0.0.11    CPU: 20.0\\n"
+    ...          "                                                                 GPU: 1.0\\n")
+    >>> [(n.ip, n.is_head, n.is_alive, n.gpus) for n in parse_ray_nodes_table(table)]
+    [('10.0.0.11', True, True, 1.0)]
+    """
+    lines = text.splitlines()
+    head = next((i for i, line in enumerate(lines) if TABLE_HEAD_RE.match(line)), None)
+    if head is None:
+        raise ParseError("ray list nodes (table)", "no `NODE_ID  NODE_IP ...` header", text[:200])
+    columns = [(m.group(0), m.start()) for m in re.finditer(r"[A-Z_]+", lines[head])]
+    rows: list[dict[str, str]] = []
+    for line in lines[head + 1:]:
+        if not line.strip():
+            continue
+        if TABLE_ROW_RE.match(line):
+            rows.append({})
+        elif not rows:
+            continue
+        for index, (name, start) in enumerate(columns):
+            end = columns[index + 1][1] if index + 1 < len(columns) else len(line)
+            cell = line[start:end].strip() if len(line) > start else ""
+            if cell:
+                rows[-1][name] = (rows[-1].get(name, "") + " " + cell).strip()
+    nodes = []
+    for row in rows:
+        gpus = GPU_CELL_RE.search(row.get("RESOURCES_TOTAL", ""))
+        state = row.get("STATE", "")
+        nodes.append(RayNode(row.get("NODE_ID", ""), row.get("NODE_IP", ""), state == "ALIVE",
+                             row.get("IS_HEAD_NODE", "") == "True", float(gpus["n"]) if gpus else 0.0, state,
+                             row.get("STATE_MESSAGE", "")))
+    return nodes
+
+
 def parse_ray_nodes(text: str) -> list[RayNode]:
-    """Both shapes: State API (`state`, `node_ip`, `resources_total`) and `ray.nodes()` (`Alive`, `Resources`)."""
+    """Both JSON shapes: State API (`state`, `node_ip`, `resources_total`) and `ray.nodes()` (`Alive`,
+    `Resources`); the State API's table form where the output is no JSON but a `Table:` (`parse_ray_nodes_table`)."""
+    if "Table:" in text and any(TABLE_HEAD_RE.match(line) for line in text.splitlines()):
+        return parse_ray_nodes_table(text)
     data = _json_list(text, "nodes")
     nodes = []
     for entry in data:
@@ -141,3 +192,76 @@ def parse_ray_jobs(text: str) -> list[RayJob]:
         jobs.append(RayJob(str(entry.get("job_id") or ""), str(entry.get("status") or ""),
                            _int_or_none(driver.get("pid")), str(driver.get("node_ip_address") or "")))
     return jobs
+
+
+USAGE_RE = re.compile(r"^\s*(?P<used>[\d.]+)(?P<uunit>[KMGT]?i?B)?/(?P<total>[\d.]+)(?P<tunit>[KMGT]?i?B)? "
+                      r"(?P<name>\S+)(?: \((?P<pg_used>[\d.]+) used of (?P<pg_reserved>[\d.]+) reserved in "
+                      r"placement groups\))?\s*$")
+
+
+@dataclass(frozen=True)
+class RayUsage:
+    """One `Usage:` line of `ray status`: `1.0/2.0 GPU (1.0 used of 2.0 reserved in placement groups)`."""
+
+    name: str
+    used: float
+    total: float
+    pg_used: float | None = None
+    pg_reserved: float | None = None
+    line: str = ""
+
+
+@dataclass(frozen=True)
+class RayStatus:
+    """What `ray status` says of the cluster: nodes (active, pending, recent failures), resource usage, demands."""
+
+    active: tuple[str, ...] = ()
+    pending: tuple[str, ...] = ()
+    failures: tuple[str, ...] = ()
+    usage: dict[str, RayUsage] = field(default_factory=dict)
+    demands: tuple[str, ...] = ()
+    """Resource requests no node can meet now (`{'GPU': 1.0}: 1+ pending tasks/actors`): why a placement group waits."""
+
+    @property
+    def gpus_all_taken(self) -> bool:
+        """Every GPU of the cluster is in use or reserved (a new engine's placement group would wait)."""
+        gpu = self.usage.get("GPU")
+        return gpu is not None and gpu.total > 0 and gpu.used >= gpu.total
+
+
+def parse_ray_status(text: str) -> RayStatus:
+    """`ray status` (the `Active:` format of Ray 2.x; `Total Usage:`/`Total Demands:` of newer releases too).
+
+    >>> s = parse_ray_status("Node status\\n----\\nActive:\\n 1 node_5373\\nPending:\\n (no pending nodes)\\n"
+    ...                      "Recent failures:\\n (no failures)\\n\\nResources\\n----\\nUsage:\\n 0.0/256.0 CPU\\n"
+    ...                      " 2.0/2.0 GPU (2.0 used of 2.0 reserved in placement groups)\\n 0B/311.15GiB memory\\n\\n"
+    ...                      "Demands:\\n {'GPU': 1.0}: 1+ pending tasks/actors (1+ using placement groups)\\n")
+    >>> s.active, s.gpus_all_taken, s.usage["GPU"].pg_reserved, s.demands
+    (('node_5373',), True, 2.0, ("{'GPU': 1.0}: 1+ pending tasks/actors (1+ using placement groups)",))
+    """
+    sections: dict[str, list[str]] = {}
+    current = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or set(stripped) <= {"-", "="} or stripped.startswith("======"):
+            continue
+        if not line.startswith(" ") and stripped.endswith(":"):
+            current = stripped[:-1].removeprefix("Total ").lower()
+            sections.setdefault(current, [])
+        elif current and line.startswith(" "):
+            sections[current].append(stripped)
+    if not sections:
+        raise ParseError("ray status", "no `Active:`/`Usage:` section", text[:200])
+
+    def entries(name: str) -> tuple[str, ...]:
+        return tuple(e for e in sections.get(name, []) if not e.startswith("(no "))
+
+    usage = {}
+    for line in sections.get("usage", []):
+        if m := USAGE_RE.match(line):
+            usage[m["name"]] = RayUsage(m["name"], float(m["used"]), float(m["total"]),
+                                        float(m["pg_used"]) if m["pg_used"] else None,
+                                        float(m["pg_reserved"]) if m["pg_reserved"] else None, line)
+    active = tuple(e.split(None, 1)[-1] for e in entries("active"))
+    pending = tuple(e.split(None, 1)[-1] for e in entries("pending"))
+    return RayStatus(active, pending, entries("recent failures"), usage, entries("demands"))

@@ -167,17 +167,38 @@ def query_rows(gpus: list[tuple[str, str, str, str, str]]) -> str:
                    for i, (name, bus, driver, cap, mem) in enumerate(gpus))
 
 
-def lxc_conf(gpu_minors: list[int]) -> str:
+UVM_MAJOR, CAPS_MAJOR = 509, 511
+"""kpro6's nvidia-uvm and nvidia-caps majors (placeholders: the kernel gives them out at load time)."""
+
+
+def lxc_conf(gpu_minors: list[int], uvm_allowed: bool = True) -> str:
     lines = ["arch: amd64", "cores: 64", "features: nesting=1", "hostname: kpro6-llm", "memory: 393216",
              "net0: name=eth0,bridge=vmbr0,hwaddr=BC:24:11:5A:01:29,ip=dhcp,type=veth", "ostype: ubuntu",
              "rootfs: local-zfs:subvol-129-disk-0,size=800G", "swap: 0", "unprivileged: 0",
-             "lxc.cgroup2.devices.allow: c 195:* rwm", "lxc.cgroup2.devices.allow: c 509:* rwm"]
+             "lxc.cgroup2.devices.allow: c 195:* rwm"]
+    lines += [f"lxc.cgroup2.devices.allow: c {UVM_MAJOR}:* rwm"] if uvm_allowed else []
     lines += [f"lxc.mount.entry: /dev/nvidia{m} dev/nvidia{m} none bind,optional,create=file" for m in gpu_minors]
     lines += [f"lxc.mount.entry: /dev/{n} dev/{n} none bind,optional,create=file"
               for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")]
     # a snapshot section from before the split: the parser must stop at the first [section]
     lines += ["", "[pre-split]", "arch: amd64", "hostname: kpro6-llm", "snaptime: 1760000000"]
     lines += [f"lxc.mount.entry: /dev/nvidia{m} dev/nvidia{m} none bind,optional,create=file" for m in range(8)]
+    return "\n".join(lines) + "\n"
+
+
+def device_nodes(gpu_minors: list[int]) -> str:
+    """`cat /proc/devices; ls -ld /dev/nvidia* /dev/nvidia-caps/*` on the node (formats: Linux fs/proc/devices.c
+    `%3d %s`, coreutils `ls -l` of character devices; `ls -d` shows the nvidia-caps folder as a `d` line)."""
+    lines = ["Character devices:", "  1 mem", "  4 /dev/vc/0", "  4 tty", "  5 /dev/tty", "136 pts",
+             "195 nvidia-frontend", f"{UVM_MAJOR} nvidia-uvm", f"{CAPS_MAJOR} nvidia-caps", "", "Block devices:",
+             "  8 sd", "259 blkext"]
+    row = "crw-rw-rw- 1 root root {:>3}, {:>3} Dec  1 19:58 {}"
+    lines += [row.format(195, m, f"/dev/nvidia{m}") for m in gpu_minors]
+    lines += ["drwxr-xr-x 2 root root      80 Dec  1 19:58 /dev/nvidia-caps",
+              row.format(CAPS_MAJOR, 1, "/dev/nvidia-caps/nvidia-cap1").replace("crw-rw-rw-", "cr--------"),
+              row.format(CAPS_MAJOR, 2, "/dev/nvidia-caps/nvidia-cap2").replace("crw-rw-rw-", "cr--r--r--"),
+              row.format(195, 254, "/dev/nvidia-modeset"), row.format(UVM_MAJOR, 0, "/dev/nvidia-uvm"),
+              row.format(UVM_MAJOR, 1, "/dev/nvidia-uvm-tools"), row.format(195, 255, "/dev/nvidiactl")]
     return "\n".join(lines) + "\n"
 
 
@@ -226,7 +247,8 @@ def kpro6_answers(inv: Inventory, variant: str) -> Answers:
     put("kpro6", hf.PCI_DRIVERS.render(), pci_listing({**dict.fromkeys(ct_bus, "nvidia"),
                                                        **dict.fromkeys(vm_bus, "vfio-pci")}))
     put("kpro6", hf.SMI_XML.render(), smi_xml(KPRO6_DRIVER, "13.0", [(b, RTX, i) for i, b in enumerate(ct_bus)]))
-    put("kpro6", hf.LXC_CONF.render(id=lxc.id), lxc_conf(list(range(len(ct_bus)))))
+    put("kpro6", hf.LXC_CONF.render(id=lxc.id), lxc_conf(list(range(len(ct_bus))), variant != "uvm-not-allowed"))
+    put("kpro6", hf.NVIDIA_DEVICE_NODES.render(), device_nodes(list(range(len(ct_bus) + len(vm_bus)))))
     put("kpro6", hf.VM_CONF.render(id=vm.id), vm_conf(vm_bus[:-1] if variant == "gpu-missing-from-split" else vm_bus))
     # the node's kernel log holds the container's Xid lines (hosts.gpus.health.kernel_log_via = "kpro6"); an Xid 79
     # earlier in this boot, the GPU back after a reset (listed again, so only the xid check sees it)
@@ -315,10 +337,15 @@ def ip_addr_json(ib_ip: str, external: str | None) -> str:
     return json.dumps(links) + "\n"
 
 
-def container_json(name: str, image: str, running: bool, env: dict[str, str]) -> str:
+def container_json(name: str, image: str, running: bool, env: dict[str, str], oom_loop: bool = False) -> str:
+    """`docker inspect` (moby's State object; `RestartCount` beside it). `oom_loop`: a restart policy bringing back an
+    engine the kernel OOM-kills at every start (status `restarting`, OOMKilled, exit 137, 14 restarts)."""
     state = {"Status": "running" if running else "exited", "Running": running, "Paused": False, "Restarting": False,
-             "ExitCode": 0 if running else 137, "Pid": 4242 if running else 0}
+             "OOMKilled": False, "Dead": False, "ExitCode": 0 if running else 137, "Pid": 4242 if running else 0}
+    if oom_loop:
+        state.update(Status="restarting", Running=True, Restarting=True, OOMKilled=True, ExitCode=137, Pid=0)
     doc = [{"Id": hashlib.sha256(name.encode()).hexdigest(), "Name": f"/{name}", "State": state,
+            **({"RestartCount": 14} if oom_loop else {}),
             "Image": "sha256:" + hashlib.sha256(image.encode()).hexdigest(),
             "Config": {"Image": image, "Env": [f"{k}={v}" for k, v in env.items()]}}]
     return json.dumps(doc, indent=4) + "\n"
@@ -346,7 +373,8 @@ def spark_answers(inv: Inventory, variant: str) -> Answers:
         put(name, hf.IP_ADDR.render(), ip_addr_json(ips[name], "10.1.230.180" if name == "spark1" else None))
         env = {"PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin",
                **spec.env.required, "VLLM_HOST_IP": ips[name], "NVIDIA_VISIBLE_DEVICES": "all"}
-        put(name, hf.CONTAINER_INSPECT.render(name="vllm-qwen35"), container_json("vllm-qwen35", IMAGE, True, env))
+        put(name, hf.CONTAINER_INSPECT.render(name="vllm-qwen35"),
+            container_json("vllm-qwen35", IMAGE, True, env, oom_loop=variant == "engine-oom-loop" and name == "spark2"))
         glm = variant == "glm-running" and name == "spark1"
         put(name, hf.CONTAINER_INSPECT.render(name="vllm-glm-4.7-flash"),
             container_json("vllm-glm-4.7-flash", "vllm/vllm-openai:v0.11.0", glm, {"PATH": "/usr/bin"}))
@@ -400,7 +428,29 @@ def spark_answers(inv: Inventory, variant: str) -> Answers:
                       "labels": {"ray.io/node_id": hashlib.sha256(host.encode()).hexdigest()[:56]},
                       "start_time_ms": 1764472800000, "end_time_ms": 1764473900000 if dead else 0})
     put("spark1", hf.RAY_NODES_DOCKER.render(name="vllm-qwen35"), json.dumps(nodes, indent=2) + "\n")
+    put("spark1", hf.RAY_STATUS_DOCKER.render(name="vllm-qwen35"), ray_status(nodes, variant == "dead-ray-worker"))
     return a
+
+
+def ray_status(nodes: list[dict], dead: bool) -> str:
+    """`ray status` of the two Sparks serving one TP=2 engine: both GPUs reserved by its placement group (format of
+    Ray 2.x's autoscaler summary, `Active:` form; a dead node under `Recent failures:`)."""
+    alive = [n for n in nodes if n["state"] == "ALIVE"]
+    gpus = len(alive)
+    lines = ["======== Autoscaler status: 2026-11-30 03:30:00.000000 ========", "Node status",
+             "-" * 63, "Active:"] + [f" 1 node_{n['node_id']}" for n in alive] + [
+             "Pending:", " (no pending nodes)", "Recent failures:"] + (
+             [f" node_{n['node_id']}: NodeTerminated (ip: {n['node_ip']})" for n in nodes if n["state"] != "ALIVE"]
+             if dead else [" (no failures)"]) + [
+             "", "Resources", "-" * 63, "Usage:",
+             f" {2.0 * gpus:.1f}/{20.0 * gpus:.1f} CPU ({2.0 * gpus:.1f} used of {2.0 * gpus:.1f} reserved in "
+             "placement groups)",
+             f" {float(gpus):.1f}/{float(gpus):.1f} GPU ({float(gpus):.1f} used of {float(gpus):.1f} reserved in "
+             "placement groups)",
+             f" 0B/{80.0 * gpus:.2f}GiB memory", f" 0B/{34.28 * gpus:.2f}GiB object_store_memory", "", "Demands:"] + (
+             [" {'GPU': 1.0, 'CPU': 1.0} * 1 (PACK): 1+ pending placement groups"] if dead else
+             [" (no resource demands)"])
+    return "\n".join(lines) + "\n"
 
 
 # ---- REAL: the H200 x2 captures whose command the contract sends -------------------------------------------
@@ -439,8 +489,9 @@ def real_answers() -> Answers:
 
 
 KPRO6_VARIANTS = ("healthy", "wrong-cc", "gpu-missing-from-split", "p2p-channel", "p2p-lifted", "pcie-downtrained",
-                  "ecc-uncorrectable", "row-remap-pending", "xid79", "thermal-slowdown")
-SPARK_VARIANTS = ("healthy", "wrong-cc", "socket-transport", "model-hash-mismatch", "dead-ray-worker", "glm-running")
+                  "ecc-uncorrectable", "row-remap-pending", "xid79", "thermal-slowdown", "uvm-not-allowed")
+SPARK_VARIANTS = ("healthy", "wrong-cc", "socket-transport", "model-hash-mismatch", "dead-ray-worker", "glm-running",
+                  "engine-oom-loop")
 
 
 def write(folder: Path, answers: Answers, stem: str) -> None:
