@@ -22,7 +22,7 @@ from ..engines import EngineAdapter
 from ._arrivals import poisson_offsets
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
-from ._request import Clock, RequestRecord, WireClient, completion_payload, stream_completion
+from ._request import Clock, RequestRecord, WireClient, completion_payload, stream_completion, unverified_counts
 from ._sampler import EngineSamples, MetricsSampler
 from ._stats import RunMetrics, compute_metrics
 
@@ -249,6 +249,7 @@ async def _run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: 
         duration = clock() - started
     finally:
         samples = await sampler.stop() if sampler is not None else None
+    unverified_counts(records, f"[{endpoint}] the measured window ({workload.key()})")
     after = await read_counters(counters_client, endpoint, engine)
     return LoadRun(endpoint=endpoint, workload=workload, nonce=nonce, records=records, warmup=warmup,
                    metrics=compute_metrics(records, duration), engine=window_deltas(before, after),
