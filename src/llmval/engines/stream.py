@@ -2,7 +2,9 @@
 concatenated; tool-call deltas are merged by `index` (id and name from the first delta that has them,
 `arguments` fragments concatenated in order). The events are read by the suite's one reading of an event stream
 (`llmval.io.sse.OpenAIStream`), as the load generator reads them: `[DONE]` ends the stream, and an event after
-it, a stream without it, or output after a finish reason is a protocol fault (a ParseError naming it).
+it, or output after a finish reason is a protocol fault (a ParseError naming it); so is a stream that gave a
+finish reason and then ended without `[DONE]`. One that ended with neither is joined as it came, its fault kept
+in `fault`: the judges call it truncated (no finish reason), a measured miss rather than a check not made.
 
     >>> events = ['{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function",'
     ...           '"function":{"name":"f","arguments":"{\\\\"a\\\\": "}}]}}]}',
@@ -39,6 +41,8 @@ class StreamedChat:
     raw_events: list[str] = field(default_factory=list)
     counts: StreamCounts = field(default_factory=StreamCounts)
     """What arrived (chunks with output, bytes of text) beside usage's claim."""
+    fault: str = ""
+    """The protocol fault of a stream that ended with no finish reason and no `[DONE]` ("" for a whole stream)."""
 
 
 def join_chat_stream(data: Iterable[str | bytes]) -> StreamedChat:
@@ -84,10 +88,13 @@ def join_chat_stream(data: Iterable[str | bytes]) -> StreamedChat:
                     slot["function"]["arguments"] += function["arguments"]
             if choice.get("finish_reason"):
                 finish_reason = choice["finish_reason"]
+    fault = ""
     try:
         reader.end()
-    except StreamBroken as fault:
-        raise ParseError("chat completion stream", str(fault), raw[-1][:300] if raw else "") from None
+    except StreamBroken as broken:
+        if finish_reason is not None:  # it said it finished, then stopped short of [DONE]: nothing can be trusted
+            raise ParseError("chat completion stream", str(broken), raw[-1][:300] if raw else "") from None
+        fault = str(broken)
     return StreamedChat(content="".join(content), reasoning="".join(reasoning),
                         tool_calls=[calls[i] for i in sorted(calls)], finish_reason=finish_reason,
-                        usage=usage, chunks=chunks, raw_events=raw, counts=reader.counts)
+                        usage=usage, chunks=chunks, raw_events=raw, counts=reader.counts, fault=fault)

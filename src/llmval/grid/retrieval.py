@@ -1,0 +1,112 @@
+"""Is an answer a retrieval at all? The one rule every judge of a carried fact applies before it looks for the fact:
+the NIAH cells (`llmval.needle`), the agentic cells' tool call (`llmval.agentic`) and correctness under load
+(`llmval.underload`).
+
+A server that answers with the prompt itself has the needle in its answer; an answer that is the haystack, or
+longer than `max_tokens` could have produced, was not generated as the question asked, so finding the value in it
+proves nothing. `not_a_retrieval` says why an answer is not one ("" when it may be), from what can be counted
+without the model's tokenizer:
+
+- usage claims more completion tokens than `max_tokens` allowed;
+- the answer has more words than `max_tokens` (or than usage's completion tokens): every tokenizer the engines
+  serve (byte-level BPE and SentencePiece alike) splits text at whitespace before it merges, so a token never
+  spans two words, and N tokens decode to at most N words;
+- the answer repeats the prompt: `ECHO_WORDS` or more of its words, or half the prompt, are runs of at least
+  `RUN_WORDS` words copied from the prompt (an honest answer may quote the needle's sentence and the question,
+  a dozen words or two; not a paragraph of haystack).
+
+    >>> not_a_retrieval("The number is 4417702.", prompt="... The number is 4417702. ...", max_tokens=64)
+    ''
+    >>> not_a_retrieval("x " * 100, prompt="", max_tokens=64)[:40]
+    'the answer has 100 words: 64 tokens (max'
+"""
+
+from __future__ import annotations
+
+import re
+
+WORD_RE = re.compile(r"\w+")
+RUN_WORDS = 8
+"""A copied run counts from this many words in a row (shorter runs happen by chance: 'the number for the')."""
+ECHO_WORDS = 32
+"""Words of an answer in copied runs from which it is an echo of the prompt, whatever the prompt's length."""
+ECHO_SHARE = 0.5
+"""Share of the prompt's words repeated in copied runs from which an answer is an echo (short prompts)."""
+
+
+def not_a_retrieval(answer: str, *, prompt: str, max_tokens: int | None,
+                    completion_tokens: int | None = None) -> str:
+    """Why `answer` (every text the model produced: content, reasoning, tool call arguments) cannot be a
+    retrieval of a fact from `prompt` (the text of the messages asked); "" when it may be one."""
+    if isinstance(completion_tokens, bool) or not isinstance(completion_tokens, int):
+        completion_tokens = None  # no count (or junk for one): judged on the text alone
+    if completion_tokens is not None and max_tokens is not None and completion_tokens > max_tokens:
+        return (f"usage says {completion_tokens} completion tokens, above max_tokens {max_tokens}: not the "
+                "generation the question asked for (a made-up count, or a server that ignores max_tokens)")
+    words = len(answer.split())
+    if max_tokens is not None and words > max_tokens:
+        return (f"the answer has {words} words: {max_tokens} tokens (max_tokens) decode to at most {max_tokens} "
+                "words, so it was not generated as asked (an echo of the prompt, or text from elsewhere)")
+    if completion_tokens is not None and words > completion_tokens:
+        return (f"the answer has {words} words, more than the {completion_tokens} completion tokens usage claims "
+                "(a token never spans two words): the answer or its count was not generated as asked")
+    copied, prompt_words = copied_words(answer, prompt)
+    if copied >= ECHO_WORDS or (prompt_words and copied >= ECHO_SHARE * prompt_words and copied >= RUN_WORDS):
+        return (f"the answer repeats the prompt: {copied} of its words are runs of {RUN_WORDS}+ words copied from "
+                f"the prompt ({prompt_words} words): an echo is not a retrieval")
+    return ""
+
+
+def generated_text(content: str | None, reasoning: str | None = "", tool_calls: list | None = None) -> str:
+    """Every text an answer produced: content, reasoning, each tool call's name and raw arguments."""
+    calls = []
+    for call in tool_calls or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            calls.extend(str(v) for v in (function.get("name"), function.get("arguments")) if v)
+    return "\n".join(t for t in (content or "", reasoning or "", *calls) if t)
+
+
+def prompt_text(messages: list[dict]) -> str:
+    """The text of a chat request's messages (contents, and prior tool calls' arguments), as the echo rule reads it."""
+    parts = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
+            parts.extend(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+        for call in message.get("tool_calls") or ():
+            arguments = (call.get("function") or {}).get("arguments") if isinstance(call, dict) else None
+            if isinstance(arguments, str):
+                parts.append(arguments)
+    return "\n".join(parts)
+
+
+def copied_words(answer: str, prompt: str) -> tuple[int, int]:
+    """(words of `answer` inside runs of at least `RUN_WORDS` words that also occur in `prompt`, words of `prompt`),
+    case and punctuation aside. Memory grows with the answer, not the prompt (a haystack of a million tokens is
+    scanned once)."""
+    said = [w.lower() for w in WORD_RE.findall(answer)]
+    if len(said) < RUN_WORDS:
+        return 0, _count_words(prompt)
+    wanted: dict[int, list[int]] = {}
+    for start in range(len(said) - RUN_WORDS + 1):
+        wanted.setdefault(hash(tuple(said[start:start + RUN_WORDS])), []).append(start)
+    found: set[int] = set()
+    window: list[str] = []
+    prompt_words = 0
+    for match in WORD_RE.finditer(prompt):
+        prompt_words += 1
+        window.append(match.group(0).lower())
+        if len(window) > RUN_WORDS:
+            del window[0]
+        if len(window) == RUN_WORDS:
+            starts = wanted.get(hash(tuple(window)))
+            if starts:
+                found.update(i for s in starts if said[s:s + RUN_WORDS] == window for i in range(s, s + RUN_WORDS))
+    return len(found), prompt_words
+
+
+def _count_words(text: str) -> int:
+    return sum(1 for _ in WORD_RE.finditer(text))
