@@ -340,7 +340,9 @@ class EngineAdapter:
                 if why := not_event_stream(response.headers.get("content-type", "")):
                     raise EndpointProtocolError(why, kind="SSEError", detail=why)  # named just below
                 # the suite's one SSE reader (llmval.io.sse), as the load generator's
-                return 200, join_chat_stream(data_events(response.iter_bytes()))
+                max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
+                return 200, join_chat_stream(data_events(response.iter_bytes()),
+                                             max_tokens=max_tokens if isinstance(max_tokens, int) else None)
         except EndpointError as error:
             if error.kind == "SSEError":
                 raise EndpointProtocolError(f"[{self.spec.name}] streamed chat: not an event stream: {error.detail}",

@@ -45,9 +45,10 @@ class StreamedChat:
     """The protocol fault of a stream that ended with no finish reason and no `[DONE]` ("" for a whole stream)."""
 
 
-def join_chat_stream(data: Iterable[str | bytes]) -> StreamedChat:
+def join_chat_stream(data: Iterable[str | bytes], max_tokens: int | None = None) -> StreamedChat:
     """Fold the `data:` payloads of a chat-completions event stream into one message (ParseError: a protocol
-    fault or an event of another shape)."""
+    fault, an event of another shape, or a usage the stream cannot back: `StreamCounts.gap` with the request's
+    `max_tokens`)."""
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, dict] = {}
@@ -95,6 +96,8 @@ def join_chat_stream(data: Iterable[str | bytes]) -> StreamedChat:
         if finish_reason is not None:  # it said it finished, then stopped short of [DONE]: nothing can be trusted
             raise ParseError("chat completion stream", str(broken), raw[-1][:300] if raw else "") from None
         fault = str(broken)
+    if gap := reader.counts.gap(max_tokens):
+        raise ParseError("chat completion stream", f"token count not verified: {gap}", raw[-1][:300] if raw else "")
     return StreamedChat(content="".join(content), reasoning="".join(reasoning),
                         tool_calls=[calls[i] for i in sorted(calls)], finish_reason=finish_reason,
                         usage=usage, chunks=chunks, raw_events=raw, counts=reader.counts, fault=fault)
