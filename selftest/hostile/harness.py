@@ -63,18 +63,20 @@ def toml_value(value: object) -> str:
     return repr(value)
 
 
-def write_inventory(folder: Path, base_url: str, endpoint: dict | None = None) -> Path:
+def write_inventory(folder: Path, base_url: str, endpoint: dict | None = None, extra: str = "") -> Path:
+    """The inventory of one endpoint at `base_url` (its `endpoint` keys added), then the TOML of `extra` (sections
+    such as a `[[niah]]` grid)."""
     lines = "\n".join(f"{key} = {toml_value(value)}" for key, value in (endpoint or {}).items())
     path = folder / "hostile.toml"
-    path.write_text(INVENTORY.format(base_url=base_url, endpoint=lines))
+    path.write_text(INVENTORY.format(base_url=base_url, endpoint=lines) + ("\n" + extra if extra else ""))
     return path
 
 
 def run_contract(server, folder: Path, *, endpoint: dict | None = None, env: dict | None = None,
                  args: tuple[str, ...] = ("-m", "smoke"), paths: tuple[str, ...] = ("tests/serving",),
-                 timeout_s: float = 120) -> Run:
+                 timeout_s: float = 120, extra: str = "") -> Run:
     """The contract's `paths` against `server` (reports into folder/reports); killed at `timeout_s`."""
-    inventory = write_inventory(folder, server.base_url, endpoint)
+    inventory = write_inventory(folder, server.base_url, endpoint, extra)
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LLMVAL_"))}
     environ.update(env or {})
     started = time.monotonic()

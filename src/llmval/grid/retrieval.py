@@ -40,6 +40,10 @@ def not_a_retrieval(answer: str, *, prompt: str, max_tokens: int | None,
     retrieval of a fact from `prompt` (the text of the messages asked); "" when it may be one."""
     if isinstance(completion_tokens, bool) or not isinstance(completion_tokens, int):
         completion_tokens = None  # no count (or junk for one): judged on the text alone
+    copied, prompt_words = copied_words(answer, prompt)  # first: "an echo" says most about such a server
+    if copied >= ECHO_WORDS or (prompt_words and copied >= ECHO_SHARE * prompt_words and copied >= RUN_WORDS):
+        return (f"the answer repeats the prompt: {copied} of its words are runs of {RUN_WORDS}+ words copied from "
+                f"the prompt ({prompt_words} words): an echo is not a retrieval")
     if completion_tokens is not None and max_tokens is not None and completion_tokens > max_tokens:
         return (f"usage says {completion_tokens} completion tokens, above max_tokens {max_tokens}: not the "
                 "generation the question asked for (a made-up count, or a server that ignores max_tokens)")
@@ -50,10 +54,6 @@ def not_a_retrieval(answer: str, *, prompt: str, max_tokens: int | None,
     if completion_tokens is not None and words > completion_tokens:
         return (f"the answer has {words} words, more than the {completion_tokens} completion tokens usage claims "
                 "(a token never spans two words): the answer or its count was not generated as asked")
-    copied, prompt_words = copied_words(answer, prompt)
-    if copied >= ECHO_WORDS or (prompt_words and copied >= ECHO_SHARE * prompt_words and copied >= RUN_WORDS):
-        return (f"the answer repeats the prompt: {copied} of its words are runs of {RUN_WORDS}+ words copied from "
-                f"the prompt ({prompt_words} words): an echo is not a retrieval")
     return ""
 
 

@@ -163,6 +163,6 @@ def prompts_fingerprint(results: Sequence[CellResult]) -> str:
 
 def observed(result: CellResult) -> str:
     """What a cell's trials answered, for messages: `'...1234567.' (2047 prompt tokens, depth 0.5)`."""
-    return "; ".join(f"{t.answer.strip()[:80]!r} ({t.prompt_tokens} prompt tokens, depth {t.actual_depth})"
-                     + (f": not a retrieval: {t.not_retrieval}" if t.not_retrieval else "")
+    return "; ".join((f"not a retrieval: {t.not_retrieval}; answered " if t.not_retrieval else "")
+                     + f"{t.answer.strip()[:80]!r} ({t.prompt_tokens} prompt tokens, depth {t.actual_depth})"
                      for t in result.trials)
