@@ -51,8 +51,11 @@ BOS = 1
 class FakeServer:
     """/tokenize, /detokenize, /metrics and streaming /v1/completions; one token per word, BOS added."""
 
-    def __init__(self, clock: FakeClock, *, fail_every: int = 0, foreign_tokens: int = 0, tokens_per_chunk: int = 1):
+    def __init__(self, clock: FakeClock, *, fail_every: int = 0, foreign_tokens: int = 0, tokens_per_chunk: int = 1,
+                 usage_factor: int = 1):
         self.clock = clock
+        self.usage_factor = usage_factor
+        """A lying server (issue 42.2): usage claims this many times the tokens it streamed."""
         self.fail_every = fail_every
         self.foreign_tokens = foreign_tokens
         self.tokens_per_chunk = tokens_per_chunk
@@ -91,7 +94,7 @@ class FakeServer:
         chunks = [(start + 0.05 + 0.01 * i, json.dumps({"choices": [{"text": " x" * self.tokens_per_chunk,
                                                                        "index": 0}]}))
                   for i in range(0, n, self.tokens_per_chunk)]  # a token's text per token, as a tokenizer's
-        usage = {"choices": [], "usage": {"prompt_tokens": len(self._ids(body["prompt"])) + 1, "completion_tokens": n}}
+        usage = {"choices": [], "usage": {"prompt_tokens": len(self._ids(body["prompt"])) + 1, "completion_tokens": n * self.usage_factor}}
         events = [*chunks, (chunks[-1][0], json.dumps(usage)), (chunks[-1][0], "[DONE]")]
         pieces = [(at, f"data: {data}\n\n".encode()) for at, data in events]
         sse = {"content-type": "text/event-stream"}
