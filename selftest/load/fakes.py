@@ -94,7 +94,8 @@ class FakeServer:
         chunks = [(start + 0.05 + 0.01 * i, json.dumps({"choices": [{"text": " x" * self.tokens_per_chunk,
                                                                        "index": 0}]}))
                   for i in range(0, n, self.tokens_per_chunk)]  # a token's text per token, as a tokenizer's
-        usage = {"choices": [], "usage": {"prompt_tokens": len(self._ids(body["prompt"])) + 1, "completion_tokens": n * self.usage_factor}}
+        usage = {"choices": [], "usage": {"prompt_tokens": len(self._ids(body["prompt"])) + 1,
+                                          "completion_tokens": n * self.usage_factor}}
         events = [*chunks, (chunks[-1][0], json.dumps(usage)), (chunks[-1][0], "[DONE]")]
         pieces = [(at, f"data: {data}\n\n".encode()) for at, data in events]
         sse = {"content-type": "text/event-stream"}
