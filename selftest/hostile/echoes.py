@@ -8,7 +8,8 @@ Styles (what the 'model' answers to a prompt whose needle says `... for <key> is
 - lies: `echo` (the prompt itself), `echo-usage-small` (the prompt, usage claiming 9 tokens), `tail` (the last 40
   words of the haystack before the question, with the needle's sentence in front of them), `answer-and-haystack` (the
   right sentence, then 80 words of haystack), `usage-x10` (the right sentence, usage 10 x max_tokens), `overlong`
-  (the right sentence, then 100 words of the model's own, usage claiming 12 tokens).
+  (the right sentence, then 100 words of the model's own, usage claiming 12 tokens), `echo-without-spaces` (the
+  prompt with its whitespace turned into `_`: one word, no run of words copied, usage claiming 40 tokens).
 
 The stand-in /tokenize counts whitespace pieces (`llmval.needle.whitespace_token_count`), not any real tokenizer.
 """
@@ -31,6 +32,7 @@ LIES = {
     "answer-and-haystack": "repeats the prompt",
     "usage-x10": "above max_tokens",
     "overlong": "words",
+    "echo-without-spaces": "characters",
 }
 """Each lie and a fragment of the reason the cell must name."""
 
@@ -61,6 +63,8 @@ def answer_for(style: str, body: dict) -> tuple[str, dict]:
         tokens = min(max_tokens, 2 * len(text.split()))
     elif style == "usage-x10":
         tokens = 10 * max_tokens
+    elif style == "echo-without-spaces":
+        text, tokens = "_".join(words), 40
     elif style == "overlong":
         text, tokens = sentence + " Moreover" * 100, 12
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens}

@@ -11,6 +11,9 @@ without the model's tokenizer:
 - the answer has more words than `max_tokens` (or than usage's completion tokens): every tokenizer the engines
   serve (byte-level BPE and SentencePiece alike) splits text at whitespace before it merges, so a token never
   spans two words, and N tokens decode to at most N words;
+- the answer has more characters than `max_tokens` (or usage's tokens) can decode to: whitespace dropped and
+  runs of one character counted once (vocabularies hold long runs of spaces or `=`), no token of a served
+  vocabulary is longer than `MAX_CHARS_PER_TOKEN` (an echo with its spaces taken out is still too long);
 - the answer repeats the prompt: `ECHO_WORDS` or more of its words, or half the prompt, are runs of at least
   `RUN_WORDS` words copied from the prompt (an honest answer may quote the needle's sentence and the question,
   a dozen words or two; not a paragraph of haystack).
@@ -30,6 +33,10 @@ RUN_WORDS = 8
 """A copied run counts from this many words in a row (shorter runs happen by chance: 'the number for the')."""
 ECHO_WORDS = 32
 """Words of an answer in copied runs from which it is an echo of the prompt, whatever the prompt's length."""
+MAX_CHARS_PER_TOKEN = 48
+"""Characters one token decodes to at most, whitespace dropped and repeated characters counted once: the longest
+such tokens of the vocabularies served here (code identifiers, CJK phrases) are under 32."""
+DENSE_RE = re.compile(r"\s+|(.)\1+", re.DOTALL)
 ECHO_SHARE = 0.5
 """Share of the prompt's words repeated in copied runs from which an answer is an echo (short prompts)."""
 
@@ -54,7 +61,18 @@ def not_a_retrieval(answer: str, *, prompt: str, max_tokens: int | None,
     if completion_tokens is not None and words > completion_tokens:
         return (f"the answer has {words} words, more than the {completion_tokens} completion tokens usage claims "
                 "(a token never spans two words): the answer or its count was not generated as asked")
+    tokens = min(t for t in (max_tokens, completion_tokens) if t is not None) \
+        if max_tokens is not None or completion_tokens is not None else None
+    if tokens is not None and (dense := dense_chars(answer)) > tokens * MAX_CHARS_PER_TOKEN:
+        said = "max_tokens" if tokens == max_tokens else "usage's completion_tokens"
+        return (f"the answer has {dense} characters (whitespace and repeats aside): {tokens} tokens ({said}) decode "
+                f"to at most {tokens * MAX_CHARS_PER_TOKEN}, so it was not generated as asked")
     return ""
+
+
+def dense_chars(text: str) -> int:
+    """Characters of `text` with whitespace dropped and each run of one character counted once."""
+    return len(DENSE_RE.sub(lambda m: m.group(1) or "", text))
 
 
 def generated_text(content: str | None, reasoning: str | None = "", tool_calls: list | None = None) -> str:

@@ -94,11 +94,13 @@ def not_event_stream(content_type: str) -> str:
 
 def choice_output(choice: dict) -> str:
     """What one streamed choice carries of the model's output: completion `text`, chat content and reasoning, tool
-    call names and argument fragments (all generated tokens)."""
-    parts = []
-    if isinstance(text := choice.get("text"), str):
-        parts.append(text)
+    call names and argument fragments (all generated tokens). The completions form returns at once: it is the
+    load's hot path (one call per event)."""
     delta = choice.get("delta")
+    text = choice.get("text")
+    if delta is None:
+        return text if isinstance(text, str) else ""
+    parts = [text] if isinstance(text, str) else []
     if isinstance(delta, dict):
         for key in ("content", "reasoning_content", "reasoning"):
             if isinstance(value := delta.get(key), str):
@@ -163,11 +165,11 @@ class OpenAIStream:
     def read(self, data: bytes | str) -> dict | None:
         """One `data:` payload: its JSON object, None for `[DONE]`; StreamBroken naming a protocol fault."""
         self.events += 1
-        raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+        raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
         if self.is_done:
             raise StreamBroken(f"protocol fault: event {self.events} came after data: [DONE] "
                                f"({shorten(_text(raw), 120)!r}): the stream had said it was over")
-        if raw.strip() == DONE:
+        if raw == DONE or raw.strip() == DONE:
             self.is_done = True
             return None
         try:
@@ -182,7 +184,7 @@ class OpenAIStream:
         if choices and isinstance(choices, list):
             self._choices(choices)
         usage = body.get("usage")
-        if isinstance(usage, dict):
+        if usage and isinstance(usage, dict):
             tokens, prompt = usage.get("completion_tokens"), usage.get("prompt_tokens")
             if isinstance(tokens, int) and not isinstance(tokens, bool):
                 self.counts.claimed_tokens = tokens
@@ -197,19 +199,23 @@ class OpenAIStream:
         for choice in choices:
             if not isinstance(choice, dict):
                 continue  # the caller's shape check names it
-            index = choice.get("index", 0)
-            index = index if isinstance(index, int) else 0
             output = choice_output(choice)
             reason = choice.get("finish_reason")
-            if index in self.finished and (output or reason):
-                said = f"output {shorten(output, 60)!r}" if output else f"a second finish_reason {reason!r}"
-                raise StreamBroken(f"protocol fault: event {self.events} carries {said} for choice {index}, which "
-                                   f"had finished ({self.finished[index]!r}): nothing follows a finish reason")
+            if self.finished:
+                index = choice.get("index", 0)
+                index = index if isinstance(index, int) else 0
+                if index in self.finished and (output or reason):
+                    said = f"output {shorten(output, 60)!r}" if output else f"a second finish_reason {reason!r}"
+                    raise StreamBroken(f"protocol fault: event {self.events} carries {said} for choice {index}, "
+                                       f"which had finished ({self.finished[index]!r}): nothing follows a finish "
+                                       "reason")
             if output:
                 carried = True
-                counts.output_bytes += len(output.encode("utf-8", "surrogatepass"))
+                counts.output_bytes += len(output) if output.isascii() else \
+                    len(output.encode("utf-8", "surrogatepass"))
             if reason:
-                self.finished[index] = str(reason)
+                index = choice.get("index", 0)
+                self.finished[index if isinstance(index, int) else 0] = str(reason)
         counts.output_chunks += carried
 
     def end(self) -> None:
