@@ -52,10 +52,13 @@ class FakeServer:
     """/tokenize, /detokenize, /metrics and streaming /v1/completions; one token per word, BOS added."""
 
     def __init__(self, clock: FakeClock, *, fail_every: int = 0, foreign_tokens: int = 0, tokens_per_chunk: int = 1,
-                 usage_factor: int = 1):
+                 usage_factor: int = 1, engine_share: float = 1.0):
         self.clock = clock
         self.usage_factor = usage_factor
         """A lying server (issue 42.2): usage claims this many times the tokens it streamed."""
+        self.engine_share = engine_share
+        """A lying proxy (issue 42.2): the engine's generation counter rises by this share of what it streams (a
+        proxy in front inflated the streams, text and usage alike, that the engine sent)."""
         self.fail_every = fail_every
         self.foreign_tokens = foreign_tokens
         self.tokens_per_chunk = tokens_per_chunk
@@ -89,7 +92,7 @@ class FakeServer:
         if self.fail_every and len(self.completions) % self.fail_every == 0:
             return httpx.Response(500, json={"error": "boom"})
         n = body["max_tokens"]
-        self.generated += n
+        self.generated += round(n * self.engine_share)
         start = self.clock.now
         chunks = [(start + 0.05 + 0.01 * i, json.dumps({"choices": [{"text": " x" * self.tokens_per_chunk,
                                                                        "index": 0}]}))
