@@ -125,6 +125,12 @@ class StreamCounts:
     claimed_tokens: int | None = None
     """The last `usage.completion_tokens` the stream sent (None: none)."""
     claimed_prompt_tokens: int | None = None
+    is_chat: bool = False
+    """The chat form (`delta`): a template's markup (`<think></think>`, a stop sequence) may be generated and never
+    streamed, so its ceiling keeps `CHAT_MARKUP_TOKENS` of room."""
+    has_tool_calls: bool = False
+    """A tool call streamed: its markup (`<tool_call>`, the JSON around name and arguments) is generated and parsed
+    away, and SGLang 0.5.17 aborts such streams after the name (REAL: 24 tokens, 11 bytes streamed); no ceiling."""
 
     def gap(self, max_tokens: int | None) -> str:
         """Why the claimed completion tokens cannot be what streamed ("" when they can): above `max_tokens`, below
@@ -141,8 +147,8 @@ class StreamCounts:
             return (f"usage.completion_tokens {claimed} is below the {self.output_chunks} chunks that carried output "
                     f"({self.describe()}): each carries at least one token, so chunks were repeated or the count "
                     "is made up")
-        ceiling = self.output_bytes + self.chunks
-        if claimed > ceiling:
+        ceiling = self.output_bytes + self.chunks + (CHAT_MARKUP_TOKENS if self.is_chat else 0)
+        if claimed > ceiling and not self.has_tool_calls:
             return (f"usage.completion_tokens {claimed} is above the {ceiling} tokens the stream could carry "
                     f"({self.describe()}; a token is at least one byte of text, or one special token per chunk)")
         return ""
@@ -150,6 +156,10 @@ class StreamCounts:
     def describe(self) -> str:
         return (f"{self.chunks} chunks, {self.output_chunks} with output, {self.output_bytes} bytes of text "
                 "arrived")
+
+
+CHAT_MARKUP_TOKENS = 16
+"""Tokens a chat stream may generate without streaming them (a reasoning block's tags, a stop sequence)."""
 
 
 class OpenAIStream:
@@ -201,6 +211,10 @@ class OpenAIStream:
                 continue  # the caller's shape check names it
             output = choice_output(choice)
             reason = choice.get("finish_reason")
+            if (delta := choice.get("delta")) is not None:
+                counts.is_chat = True
+                if isinstance(delta, dict) and delta.get("tool_calls"):
+                    counts.has_tool_calls = True
             if self.finished:
                 index = choice.get("index", 0)
                 index = index if isinstance(index, int) else 0
