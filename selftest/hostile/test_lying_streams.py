@@ -10,9 +10,12 @@ the join but not the load's reading, and usage x10 made a C=1 decode of 49.2 tok
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llmval.core.errors import ParseError
 from llmval.engines import join_chat_stream
@@ -128,3 +131,14 @@ def test_every_recorded_stream_reads_whole_and_its_usage_is_believed(body, max_t
     reader.end()
     assert reader.counts.gap(max_tokens) == "", reader.counts
     assert join_chat_stream(data_events([body]), max_tokens=max_tokens).fault == ""
+
+
+@given(shape=st.sampled_from(sorted({**HONEST, **LIES})), form=st.sampled_from(sorted(FORMS)),
+       crlf=st.booleans(), cuts=st.lists(st.integers(min_value=1, max_value=4000), max_size=30))
+def test_the_one_sse_reader_splits_events_alike_however_the_bytes_arrive(shape, form, crlf, cuts):
+    """SseSplitter (every reader's splitter) gives the same events for any cutting of the bytes, CR, LF or CRLF."""
+    events = {**HONEST, **LIES}[shape].events(form, N)
+    wire = render(events, crlf=crlf)
+    bounds = sorted({0, *(c for c in cuts if c < len(wire)), len(wire)})
+    pieces = [wire[a:b] for a, b in itertools.pairwise(bounds)]
+    assert list(data_events(pieces)) == [e.encode() for e in events]
