@@ -209,12 +209,17 @@ class OpenAIStream:
         for choice in choices:
             if not isinstance(choice, dict):
                 continue  # the caller's shape check names it
-            output = choice_output(choice)
-            reason = choice.get("finish_reason")
-            if (delta := choice.get("delta")) is not None:
+            delta = choice.get("delta")
+            if delta is None:  # the completions form: the load's hot path, inlined
+                output = choice.get("text")
+                if output.__class__ is not str:
+                    output = ""
+            else:
+                output = choice_output(choice)
                 counts.is_chat = True
                 if isinstance(delta, dict) and delta.get("tool_calls"):
                     counts.has_tool_calls = True
+            reason = choice.get("finish_reason")
             if self.finished:
                 index = choice.get("index", 0)
                 index = index if isinstance(index, int) else 0
