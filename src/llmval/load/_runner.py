@@ -106,6 +106,8 @@ class LoadRun:
             "e2els": [r.latency_s for r in self.records],
             "start_times": [r.start_time for r in self.records],
             "chunks": [r.chunks for r in self.records],
+            "output_chunks": [r.output_chunks for r in self.records],
+            "output_bytes": [r.output_bytes for r in self.records],
             "errors": [r.error for r in self.records],
             "schedule_lags": [r.lag_s for r in self.records] if self.workload.request_rate is not None else [],
             "engine_samples": self.engine_samples.as_json() if self.engine_samples is not None else None,
