@@ -142,3 +142,26 @@ def test_the_one_sse_reader_splits_events_alike_however_the_bytes_arrive(shape, 
     bounds = sorted({0, *(c for c in cuts if c < len(wire)), len(wire)})
     pieces = [wire[a:b] for a, b in itertools.pairwise(bounds)]
     assert list(data_events(pieces)) == [e.encode() for e in events]
+
+
+def test_no_module_reads_an_event_stream_but_the_one_reader():
+    """The class, not the cases: no module of llmval but `llmval.io.sse` holds the `[DONE]` or `data:` literals a
+    reader needs (the calibration source writes streams, it reads none), and none reads events with httpx-sse
+    (`llmval.io.http` only maps its error class)."""
+    import ast
+
+    from selftest.strategies import ROOT
+
+    reader_words = {"[DONE]", b"[DONE]", "data:", b"data:", "data: ", b"data: "}
+    offenders = []
+    for path in sorted((ROOT / "src" / "llmval").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name in ("src/llmval/io/sse.py", "src/llmval/bench/_source.py"):
+            continue
+        tree = ast.parse(path.read_text())
+        offenders += [f"{name}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+                      if isinstance(node, ast.Constant) and node.value in reader_words]
+        offenders += [f"{name}:{node.lineno}: httpx-sse's {node.attr}" for node in ast.walk(tree)
+                      if isinstance(node, ast.Attribute) and node.attr in ("aiter_sse", "iter_sse", "connect_sse",
+                                                                            "aconnect_sse", "EventSource")]
+    assert offenders == []
