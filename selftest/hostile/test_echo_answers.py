@@ -153,3 +153,32 @@ def test_every_recorded_chat_answer_is_a_retrieval_by_the_rule():
                 text, prompt=prompt_text(request["messages"]), max_tokens=request.get("max_tokens"),
                 completion_tokens=(body.get("usage") or {}).get("completion_tokens"))))
     assert len(judged) > 100 and [j for j in judged if j[1]] == []
+
+
+@pytest.mark.parametrize(("style", "is_correct"), [("echo", False), ("usage-x10", False), ("honest", True)])
+def test_a_tool_call_probe_beside_an_echo_or_a_made_up_count_is_invalid(style, is_correct):
+    """Correctness under load's tool-call probes: the right call, but the prompt echoed in content or usage 10 x
+    max_tokens, is no valid answer (an echo server would otherwise be 'kept' idle and under load alike)."""
+    from llmval.engines import adapter_for
+    from llmval.toolcalls import build_catalogue
+    from llmval.underload.probes import ToolCallProbe
+
+    case = build_catalogue(cases_per_category=1, categories=("flat",))[0]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if request.url.path != "/v1/chat/completions":
+            return httpx.Response(200, json={})
+        calls = [{"id": f"c{i}", "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                 for i, c in enumerate(case.expected)]
+        content = prompt_text(body["messages"]) if style == "echo" else None
+        tokens = 10 * body["max_tokens"] if style == "usage-x10" else 40
+        return httpx.Response(200, json={"choices": [{"message": {"content": content, "tool_calls": calls},
+                                                      "finish_reason": "tool_calls"}],
+                                         "usage": {"prompt_tokens": 50, "completion_tokens": tokens}})
+
+    client = httpx.Client(base_url="http://fake:1", transport=httpx.MockTransport(handle))
+    answer = ToolCallProbe(adapter_for(ENDPOINT, client), case, variant="strict", tool_choice="required").ask()
+    assert (answer.is_valid, answer.is_correct) == (is_correct, is_correct), answer.judged
+    if not is_correct:
+        assert answer.judged.startswith("invalid (not generated as asked)"), answer.judged

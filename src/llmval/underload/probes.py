@@ -143,10 +143,13 @@ class ToolCallProbe:
                                f"invalid: not a chat completion ({type(error).__name__})", took)
         verdict = judge(self.case, answer, max_tokens=self.case.max_tokens)
         calls = ", ".join(f"{name}({json.dumps(args, ensure_ascii=False)[:120]})" for name, args in verdict.calls)
-        # the catalogue's prompts are short and an argument may rightly quote them: the counts only, no echo rule
+        # the counts over everything generated; the echo rule over the text beside the calls only (the catalogue's
+        # prompts are short, and an argument may rightly quote them: "send the message '...'")
         generated = generated_text(answer.content, answer.reasoning, answer.tool_calls)
         why = not_a_retrieval(generated, prompt="", max_tokens=self.case.max_tokens,
-                              completion_tokens=answer.completion_tokens)
+                              completion_tokens=answer.completion_tokens) or \
+            not_a_retrieval(generated_text(answer.content, answer.reasoning), prompt=prompt_text(body["messages"]),
+                            max_tokens=None)
         if why:
             return ProbeAnswer(self.id, _calls_text(answer), False, False, f"invalid (not generated as asked): {why}",
                                took)
