@@ -106,6 +106,11 @@ def test_the_rule_counts_what_no_tokenizer_can_pack_and_spares_short_quotes():
     assert "more than the 3 completion tokens" in not_a_retrieval("a b c d", prompt="", max_tokens=64,
                                                                    completion_tokens=3)
     assert not_a_retrieval("答案是4417702。", prompt="", max_tokens=8, completion_tokens=6) == ""  # no spaces: 1 word
+    request = ("You call tools exactly as asked. Copy every value exactly. "
+               "Call get_weather with city Paris and unit celsius.")
+    assert not_a_retrieval("I will call get_weather with city Paris and unit celsius.", prompt=request,
+                           max_tokens=None) == ""  # a short request restated: 8 words copied
+    assert "repeats the prompt" in not_a_retrieval(request, prompt=request, max_tokens=None)
 
 
 @pytest.mark.subprocess

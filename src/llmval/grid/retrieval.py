@@ -14,9 +14,10 @@ without the model's tokenizer:
 - the answer has more characters than `max_tokens` (or usage's tokens) can decode to: whitespace dropped and
   runs of one character counted once (vocabularies hold long runs of spaces or `=`), no token of a served
   vocabulary is longer than `MAX_CHARS_PER_TOKEN` (an echo with its spaces taken out is still too long);
-- the answer repeats the prompt: `ECHO_WORDS` or more of its words, or half the prompt, are runs of at least
-  `RUN_WORDS` words copied from the prompt (an honest answer may quote the needle's sentence and the question,
-  a dozen words or two; not a paragraph of haystack).
+- the answer repeats the prompt: `ECHO_WORDS` or more of its words, or half the prompt (and at least
+  `ECHO_MIN_WORDS`), are runs of at least `RUN_WORDS` words copied from the prompt (an honest answer may quote the
+  needle's sentence and the question, a dozen words or two, or restate a short request; not a paragraph of
+  haystack, nor a whole prompt).
 
     >>> not_a_retrieval("The number is 4417702.", prompt="... The number is 4417702. ...", max_tokens=64)
     ''
@@ -39,6 +40,9 @@ such tokens of the vocabularies served here (code identifiers, CJK phrases) are 
 DENSE_RE = re.compile(r"\s+|(.)\1+", re.DOTALL)
 ECHO_SHARE = 0.5
 """Share of the prompt's words repeated in copied runs from which an answer is an echo (short prompts)."""
+ECHO_MIN_WORDS = 16
+"""The fewest copied words that make an echo of a short prompt (a tool call's request restated in its content,
+'I will call get_weather with city Paris and unit celsius', copies 8)."""
 
 
 def not_a_retrieval(answer: str, *, prompt: str, max_tokens: int | None,
@@ -48,7 +52,7 @@ def not_a_retrieval(answer: str, *, prompt: str, max_tokens: int | None,
     if isinstance(completion_tokens, bool) or not isinstance(completion_tokens, int):
         completion_tokens = None  # no count (or junk for one): judged on the text alone
     copied, prompt_words = copied_words(answer, prompt)  # first: "an echo" says most about such a server
-    if copied >= ECHO_WORDS or (prompt_words and copied >= ECHO_SHARE * prompt_words and copied >= RUN_WORDS):
+    if copied >= ECHO_WORDS or (prompt_words and copied >= max(ECHO_SHARE * prompt_words, ECHO_MIN_WORDS)):
         return (f"the answer repeats the prompt: {copied} of its words are runs of {RUN_WORDS}+ words copied from "
                 f"the prompt ({prompt_words} words): an echo is not a retrieval")
     if completion_tokens is not None and max_tokens is not None and completion_tokens > max_tokens:
