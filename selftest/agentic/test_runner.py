@@ -53,7 +53,8 @@ def fake_engine(spec: AgenticSpec, style: str, served_limit: int = 10**9, log: l
         value = needle.value if style == "right" else needle.distractors[0]
         arguments = json.dumps({**needle.fixed, needle.argument: value})
         call = {"id": "c1", "type": "function", "function": {"name": needle.tool_name, "arguments": arguments}}
-        usage = {"prompt_tokens": tokens, "completion_tokens": 20}
+        # about 3 characters a token, plus the call's markup: never fewer tokens than the call has words
+        usage = {"prompt_tokens": tokens, "completion_tokens": len(arguments) // 3 + 8}
         if body.get("stream"):
             chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [{**call, "index": 0}]}}]},
                       {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},

@@ -65,21 +65,23 @@ def toml_value(value: object) -> str:
     return repr(value)
 
 
-def write_inventory(folder: Path, base_url: str, endpoint: dict | None = None) -> Path:
-    """The hostile inventory; `endpoint` adds keys to its endpoint (`engine` replaces its "vllm")."""
+def write_inventory(folder: Path, base_url: str, endpoint: dict | None = None, extra: str = "") -> Path:
+    """The inventory of one endpoint at `base_url` (its `endpoint` keys added; `engine` replaces its "vllm"), then
+    the TOML of `extra` (sections such as a `[[niah]]` grid)."""
     keys = dict(endpoint or {})
     engine = keys.pop("engine", "vllm")
     lines = "\n".join(f"{key} = {toml_value(value)}" for key, value in keys.items())
     path = folder / "hostile.toml"
-    path.write_text(INVENTORY.format(base_url=base_url, endpoint=lines, engine=engine))
+    text = INVENTORY.format(base_url=base_url, endpoint=lines, engine=engine)
+    path.write_text(text + ("\n" + extra if extra else ""))
     return path
 
 
 def run_contract(server, folder: Path, *, endpoint: dict | None = None, env: dict | None = None,
                  args: tuple[str, ...] = ("-m", "smoke"), paths: tuple[str, ...] = ("tests/serving",),
-                 timeout_s: float = 120) -> Run:
+                 timeout_s: float = 120, extra: str = "") -> Run:
     """The contract's `paths` against `server` (reports into folder/reports); killed at `timeout_s`."""
-    inventory = write_inventory(folder, server.base_url, endpoint)
+    inventory = write_inventory(folder, server.base_url, endpoint, extra)
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LLMVAL_"))}
     environ.update(env or {})
     started = time.monotonic()

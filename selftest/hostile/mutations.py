@@ -5,7 +5,8 @@ others into one of: an error status whose body echoes the API key after random p
 Authorization header, URL-quoted, cut), the valid JSON with a random node replaced by junk (wrong types, NUL/ESC,
 70k strings, 2^64, nested 100,000 deep), bytes that are not JSON or not UTF-8, valid JSON cut short, a body shorter
 than its Content-Length, headers then a trickle, and for the streamed chat, event streams with junk events, no
-[DONE], or one event every 0.3 s. Everything is SYNTHESIZED; the shapes of the valid answers are vLLM's.
+[DONE], or one event every 0.3 s, or one of the lying streams of `streams.LIES` (issue 42). Everything is
+SYNTHESIZED; the shapes of the valid answers are vLLM's.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
 from selftest.hostile.server import MODEL, VLLM_ROUTES, Route, answer, chat_completion, sse, trickle
+from selftest.hostile.streams import LIES
 
 VALID = {
     "/version": {"version": "0.32.0"},
@@ -130,6 +132,10 @@ def fuzzed_route(rng: random.Random, path: str, key: str) -> tuple[Route, str]:
         return _truncated(json.dumps(valid or {}).encode()), "short-body"
     if kind == "trickle":
         return trickle(json.dumps(valid or {}).encode() or b"{}", every_s=0.3), "trickle"
+    if kind == "stream" and path == "/v1/chat/completions" and rng.random() < 0.3:  # a stream that lies (issue 42)
+        lie = rng.choice(sorted(LIES))
+        return _chunks_route(list(LIES[lie].events("chat", rng.randint(2, 16))), every_s=0.0, done=False), \
+            f"stream-lie:{lie}"
     if kind == "stream" and path == "/v1/chat/completions":
         events: list[object] = [rng.choice(["not json", "[1,2]", '{"choices": "abc"}', '{"error": {"k": 1}}',
                                             json.dumps({"choices": [{"delta": {"content": "x"}}]})])

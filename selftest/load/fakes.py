@@ -51,8 +51,14 @@ BOS = 1
 class FakeServer:
     """/tokenize, /detokenize, /metrics and streaming /v1/completions; one token per word, BOS added."""
 
-    def __init__(self, clock: FakeClock, *, fail_every: int = 0, foreign_tokens: int = 0, tokens_per_chunk: int = 1):
+    def __init__(self, clock: FakeClock, *, fail_every: int = 0, foreign_tokens: int = 0, tokens_per_chunk: int = 1,
+                 usage_factor: int = 1, engine_share: float = 1.0):
         self.clock = clock
+        self.usage_factor = usage_factor
+        """A lying server (issue 42.2): usage claims this many times the tokens it streamed."""
+        self.engine_share = engine_share
+        """A lying proxy (issue 42.2): the engine's generation counter rises by this share of what it streams (a
+        proxy in front inflated the streams, text and usage alike, that the engine sent)."""
         self.fail_every = fail_every
         self.foreign_tokens = foreign_tokens
         self.tokens_per_chunk = tokens_per_chunk
@@ -86,11 +92,13 @@ class FakeServer:
         if self.fail_every and len(self.completions) % self.fail_every == 0:
             return httpx.Response(500, json={"error": "boom"})
         n = body["max_tokens"]
-        self.generated += n
+        self.generated += round(n * self.engine_share)
         start = self.clock.now
-        chunks = [(start + 0.05 + 0.01 * i, json.dumps({"choices": [{"text": " x", "index": 0}]}))
-                  for i in range(0, n, self.tokens_per_chunk)]
-        usage = {"choices": [], "usage": {"prompt_tokens": len(self._ids(body["prompt"])) + 1, "completion_tokens": n}}
+        chunks = [(start + 0.05 + 0.01 * i, json.dumps({"choices": [{"text": " x" * self.tokens_per_chunk,
+                                                                       "index": 0}]}))
+                  for i in range(0, n, self.tokens_per_chunk)]  # a token's text per token, as a tokenizer's
+        usage = {"choices": [], "usage": {"prompt_tokens": len(self._ids(body["prompt"])) + 1,
+                                          "completion_tokens": n * self.usage_factor}}
         events = [*chunks, (chunks[-1][0], json.dumps(usage)), (chunks[-1][0], "[DONE]")]
         pieces = [(at, f"data: {data}\n\n".encode()) for at, data in events]
         sse = {"content-type": "text/event-stream"}

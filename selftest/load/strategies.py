@@ -38,10 +38,14 @@ def render(events: list[Event]) -> list[tuple[float, bytes]]:
 
 @st.composite
 def completion_streams(draw, *, min_chunks: int = 1, max_chunks: int = 30) -> FakeStream:
-    """Chunks at increasing times with 1-4 tokens each, then the usage message and [DONE]."""
+    """Chunks at increasing times with 1-4 tokens each, then the usage message and [DONE]. A chunk carries no more
+    tokens than its text has bytes (one for an empty text: a special token), as a real tokenizer's would: usage
+    beyond what arrived is a lie the reader refuses (`llmval.io.sse.StreamCounts.gap`)."""
     n = draw(st.integers(min_value=min_chunks, max_value=max_chunks))
     gaps = draw(st.lists(st.floats(min_value=0.0005, max_value=0.5, allow_nan=False), min_size=n + 1, max_size=n + 1))
-    tokens_per_chunk = draw(st.lists(st.integers(min_value=1, max_value=4), min_size=n, max_size=n))
+    texts = draw(st.lists(TEXTS, min_size=n, max_size=n))
+    tokens_per_chunk = [draw(st.integers(min_value=1, max_value=max(1, min(4, len(text.encode())))))
+                        for text in texts]
     prompt_tokens = draw(st.integers(min_value=1, max_value=4096))
     times, t = [], 0.0
     for gap in gaps[:n]:
@@ -51,7 +55,7 @@ def completion_streams(draw, *, min_chunks: int = 1, max_chunks: int = 30) -> Fa
     for i, at in enumerate(times):
         finish = "length" if i == n - 1 else None
         body = {"id": "cmpl-1", "object": "text_completion",
-                "choices": [{"index": 0, "text": draw(TEXTS), "finish_reason": finish}]}
+                "choices": [{"index": 0, "text": texts[i], "finish_reason": finish}]}
         events.append(Event(at, json.dumps(body, ensure_ascii=False)))
     usage_at = round(times[-1] + gaps[n], 6)
     completion = sum(tokens_per_chunk)

@@ -18,9 +18,9 @@ from .fakes import FakeClock, FakeServer
 
 
 @contextmanager
-def stub_perf_server(model: str) -> Iterator[str]:
-    """Serve on a free loopback port; yields the base URL."""
-    fake = FakeServer(FakeClock())
+def stub_perf_server(model: str, **lies) -> Iterator[str]:
+    """Serve on a free loopback port; yields the base URL. `lies`: FakeServer's (`usage_factor=10`)."""
+    fake = FakeServer(FakeClock(), **lies)
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):

@@ -24,7 +24,8 @@ ABSOLUTE_ON_THE_STUB = ("output_tok_s_min", "ttft_p99_ms_max", "throughput_concu
 
 
 @contextlib.contextmanager
-def stub_inventory(pytester: pytest.Pytester, *, drop: tuple[str, ...] = ABSOLUTE_ON_THE_STUB, **gate_changes):
+def stub_inventory(pytester: pytest.Pytester, *, drop: tuple[str, ...] = ABSOLUTE_ON_THE_STUB, lies: dict | None = None,
+                   **gate_changes):
     """local.toml's local-vllm pointed at the stub perf server, its first perf section small (3 requests at C=1,
     in 16 / out 8) with `gate_changes` and without the `drop` keys: the inventory's path, the stub up meanwhile."""
     data = tomllib.loads((ROOT / "inventories" / "local.toml").read_text())
@@ -33,7 +34,7 @@ def stub_inventory(pytester: pytest.Pytester, *, drop: tuple[str, ...] = ABSOLUT
     gate.update(c1_requests=3, warmup_requests=1, output_len=8, input_len=16, **gate_changes)
     for key in drop:
         gate.pop(key, None)
-    with stub_perf_server(endpoint["model"]) as base_url:
+    with stub_perf_server(endpoint["model"], **(lies or {})) as base_url:
         endpoint["base_url"] = base_url
         inventory = pytester.path / "stub.toml"
         inventory.write_text(tomli_w.dumps(data))
@@ -67,6 +68,19 @@ def test_perf_plugin_wires_the_session_to_a_stub_server(pytester):
     assert result.stdout.str().count("measuring C=1") == 1  # the C=1 run serves both tests, measured once
     report = json.loads((pytester.path / "reports" / "perf" / "local-vllm-c1.json").read_text())
     assert report["identity"]["engine"] == "vllm" and report["foreign_tokens"] == 0
+
+
+def test_usage_x10_is_could_not_check_never_a_decode_rate(pytester):
+    """Issue 42.2: a server whose usage claims 10x the tokens it streamed (C=1 decode 49.2 -> 555.3 tok/s, GREEN on a
+    50 tok/s floor before). On a floor of 0.001 tok/s the lie would pass: the run is could not check instead."""
+    with stub_inventory(pytester, decode_tok_s_c1_min=0.001, lies={"usage_factor": 10}) as inventory:
+        result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "decode_tok_s_c1",
+                          "--perf-baseline-dir", str(pytester.path / "baselines"),
+                          "--perf-lock", str(pytester.path / "perf.lock"), "--perf-allow-busy-host")
+    assert result.ret == 10, result.stdout.str()[-2000:]  # could not check (llmval.report.exitcodes)
+    result.stdout.fnmatch_lines(["*UnverifiedTokenCount*3 of 3 streams*usage.completion_tokens 80 is above the "
+                                 "request's max_tokens 8*"])
+    assert " passed" not in result.stdout.str().splitlines()[-1]
 
 
 def test_engine_metrics_of_every_perf_run_reach_results_json(pytester):

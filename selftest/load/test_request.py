@@ -15,7 +15,8 @@ from .fakes import FakeClock, TimedStream
 from .strategies import completion_streams, wire_length, wire_pieces
 
 SSE = {"content-type": "text/event-stream"}
-PAYLOAD = completion_payload(model="m", prompt="p", output_len=8, temperature=0.0, ignore_eos=True)
+PAYLOAD = completion_payload(model="m", prompt="p", output_len=120, temperature=0.0, ignore_eos=True)
+"""max_tokens 120: the most a stream of `completion_streams` claims (30 chunks of up to 4 tokens)."""
 
 
 def _measure(pieces, *, status: int = 200, fail_after: int | None = None, body: bytes = b""):
@@ -91,7 +92,7 @@ def test_connection_reset_mid_stream_is_failed():
 
 def test_cuts_between_newlines_and_inside_utf8_keep_the_timing():
     message = 'data: {"choices": [{"text": "日本"}]}\n\n'.encode()
-    usage = b'data: {"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens": 5}}\n\n'
+    usage = b'data: {"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens": 5}}\n\ndata: [DONE]\n\n'
     inside_char = message.index("日".encode()) + 1
     pieces = [(0.1, message[:inside_char]), (0.1, message[inside_char:-1]), (0.1, message[-1:]),
               (0.3, message[:-1]), (0.3, message[-1:]), (0.4, usage)]

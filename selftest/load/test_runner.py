@@ -64,6 +64,17 @@ def test_tokens_come_from_usage_when_chunks_carry_several_tokens():
     assert {r.chunks for r in run.records} == {2}
 
 
+def test_usage_above_the_engines_own_counter_is_could_not_check_never_a_measurement():
+    """Issue 42.2, a second source: streams whose text and usage agree, but the engine's generation counter rose by
+    half of it over the window (a proxy inflating the streams): no rate is computed from the claims."""
+    from llmval.load import UnverifiedTokenCount
+
+    with pytest.raises(UnverifiedTokenCount, match=r"usage claims 96 completion tokens, but the engine's generation "
+                                                   r"counter rose by 48 over the window"):
+        _run(FakeServer(FakeClock(), engine_share=0.5), WORKLOAD)
+    assert _run(FakeServer(FakeClock(), engine_share=0.9), WORKLOAD).metrics.total_output_tokens == 96  # 1 a request
+
+
 def test_other_traffic_in_the_window_is_reported():
     run = _run(FakeServer(FakeClock(), foreign_tokens=50), WORKLOAD)
     assert run.foreign_tokens == 50

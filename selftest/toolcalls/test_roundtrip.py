@@ -43,7 +43,7 @@ def fake_engine(arguments: str, cuts: list[int], *, drop_tail: bool = False):
         events += [{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": p}}]}}]}
                    for p in pieces]
         events += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-                   {"choices": [], "usage": {"completion_tokens": 10}}]
+                   {"choices": [], "usage": {"completion_tokens": max(10, len(pieces) + 1)}}]  # a token a chunk
         text = "".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n" for e in events) + "data: [DONE]\n\n"
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, text=text)
 

@@ -17,14 +17,16 @@ def test_needle_is_retrieved(niah_cell, niah_result, niah_spec, expect):
         expect.measure(niah_cell.grid, f"niah.{niah_cell.id}.{trial.trial}.prompt_sha256", trial.prompt_sha256)
     expected = " / ".join(t.expected for t in niah_result.trials) + " and no other candidate value"
     strict = niah_spec.all_pass_up_to is not None and niah_cell.length <= niah_spec.all_pass_up_to
-    if not niah_result.is_pass and not strict:
+    if not niah_result.is_pass and not strict and not niah_result.not_retrieval:  # an echo fails at any length
         scope = f"above all_pass_up_to={niah_spec.all_pass_up_to}" if niah_spec.all_pass_up_to else \
             "no all_pass_up_to declared"
         pytest.xfail(f"missed: {observed(niah_result)[:300]}; expected {expected}; {scope}, so only the "
                      "min_overall gate counts it")
     expect(niah_cell.grid, "accuracy.niah.cell", expected=expected, observed=observed(niah_result),
            ok=niah_result.is_pass, hint=f"every cell up to {niah_spec.all_pass_up_to} tokens must pass; "
-           "see reports/niah-*.json for the prompt hash and the heatmap")
+           "see reports/niah-*.json for the prompt hash and the heatmap" + (
+               f"; {niah_result.not_retrieval}: the server did not generate an answer to the question (an echoing "
+               "proxy or stub behind the endpoint?)" if niah_result.not_retrieval else ""))
 
 
 def test_niah_cells_up_to_limit_all_pass(niah_grid, niah_gates, expect):

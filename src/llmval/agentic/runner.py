@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from ..engines.base import EngineAdapter, StreamedChat
-from ..grid import GateVerdict, GridCells, grid_name, pass_gates
+from ..grid import GateVerdict, GridCells, grid_name, pass_gates, prompt_text
 from ..inventory import AgenticSpec
 from ..toolcalls.validate import Answer
 from .grid import (
@@ -33,7 +33,8 @@ from .scorer import score_call, score_http_failure
 CHECK_PREFIX = "accuracy.agentic"
 LABELS = {"exact": "pass", "distractor": "distr.", "context_limit": "ctx limit", "http_error": "HTTP err",
           "invalid": "invalid", "extra_calls": "extra", "wrong_tool": "wrong tool", "not_exact": "not exact",
-          "split": "split", "wrong_argument": "wrong arg", "wrong_value": "MISS", "missing_argument": "no arg"}
+          "split": "split", "wrong_argument": "wrong arg", "wrong_value": "MISS", "missing_argument": "no arg",
+          "not_retrieval": "echo/overlong"}
 
 
 class AgenticRunner(GridCells[AgenticCell, AgenticResult]):
@@ -98,7 +99,7 @@ class AgenticRunner(GridCells[AgenticCell, AgenticResult]):
         result.prompt_tokens, result.finish_reason = usage.get("prompt_tokens"), answer.finish_reason
         result.completion_tokens = answer.completion_tokens
         result.scored(score_call(answer, needle, max_tokens=self.spec.max_tokens, tools=prompt.tools,
-                                 is_stream=cell.mode == "stream"))
+                                 is_stream=cell.mode == "stream", prompt=prompt_text(body.get("messages") or [])))
 
     def document(self) -> dict:
         """The grid JSON (shaped for `llmval.grid.report`): spec, every measured cell, summary, gates if complete."""

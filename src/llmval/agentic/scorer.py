@@ -10,7 +10,9 @@ character for character. A miss is named by its outcome:
   `not_exact` (the value with something around it), `split` (the value spread over several arguments),
   `wrong_argument` (the value in another argument), `wrong_value`, `missing_argument`;
 - `extra_calls`, `wrong_tool`, `invalid` (JSON, schema, truncation, markup; the problems say which);
-- `context_limit` (the server refused the prompt as longer than its context), `http_error`.
+- `context_limit` (the server refused the prompt as longer than its context), `http_error`;
+- `not_retrieval`: before any of these, the answer is not a retrieval at all (`llmval.grid.not_a_retrieval`: it
+  repeats the transcript, or has more text than `max_tokens` or its usage allow), whatever its call carries.
 
 >>> from llmval.toolcalls.validate import Answer
 >>> from llmval.agentic.transcript import build_transcript
@@ -26,6 +28,7 @@ import dataclasses
 import json
 import re
 
+from ..grid import generated_text, not_a_retrieval
 from ..toolcalls.catalogue import MARKUP_SENTINELS, ExpectedCall, ToolCase
 from ..toolcalls.validate import Answer, excerpt, judge
 from .transcript import AGENT_TOOLS, Needle
@@ -71,9 +74,14 @@ def score_http_failure(status: int, text: str) -> CallScore:
 
 
 def score_call(answer: Answer, needle: Needle, *, max_tokens: int, tools: list[dict] | None = None,
-               is_stream: bool = False) -> CallScore:
-    """Score one answer (see the module docstring)."""
+               is_stream: bool = False, prompt: str = "") -> CallScore:
+    """Score one answer (see the module docstring); `prompt`: the transcript's text (`llmval.grid.prompt_text`)."""
     tools = tools if tools is not None else [*AGENT_TOOLS, needle.tool]
+    why = not_a_retrieval(generated_text(answer.content, answer.reasoning, answer.tool_calls), prompt=prompt,
+                          max_tokens=max_tokens, completion_tokens=answer.completion_tokens)
+    if why:
+        return CallScore("not_retrieval", (why,), excerpt(generated_text(answer.content, answer.reasoning,
+                                                                         answer.tool_calls), needle.value, 240))
     verdict = judge(tool_case(needle, tools, max_tokens), answer, max_tokens=max_tokens)
     problems = [str(p) for p in verdict.problems if p.kind not in {"wrong_calls", "stream_divergence"}]
     if is_stream and answer.finish_reason is None:

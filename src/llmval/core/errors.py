@@ -45,6 +45,8 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │                           is not this launch's process
      ├── OtherLoad           (llmval.load) other clients loaded the server during every perf measurement attempt
      ├── ClientHostBusy      (llmval.load) the client host was busy (other processes, steal) during every attempt
+     ├── UnverifiedTokenCount  (llmval.load) streams' usage claimed a token count what arrived cannot back (above
+     │                       max_tokens, below the chunks with output, above what the text could hold)
      ├── NotJudged           (llmval.underload) a correctness-under-load gate could not be judged (load not held,
      │                       a probe not answered or unstable idle, no probe right idle)
      ├── MachineNotCalibrated  (llmval.load) gates relative to the machine: the engine is not on this host, or the

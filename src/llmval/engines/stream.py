@@ -1,6 +1,10 @@
 """Join a streamed chat completion the way an OpenAI client does: content and reasoning deltas are
 concatenated; tool-call deltas are merged by `index` (id, type and name from the first delta that has them,
-`arguments` fragments concatenated in order).
+`arguments` fragments concatenated in order). The events are read by the suite's one reading of an event stream
+(`llmval.io.sse.OpenAIStream`), as the load generator reads them: `[DONE]` ends the stream, and an event after
+it, or output after a finish reason is a protocol fault (a ParseError naming it); so is a stream that gave a
+finish reason and then ended without `[DONE]`. One that ended with neither is joined as it came, its fault kept
+in `fault`: the judges call it truncated (no finish reason), a measured miss rather than a check not made.
 
     >>> events = ['{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function",'
     ...           '"function":{"name":"f","arguments":"{\\\\"a\\\\": "}}]}}]}',
@@ -13,12 +17,12 @@ concatenated; tool-call deltas are merged by `index` (id, type and name from the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..core.errors import ParseError
 from ..io.answers import ChatChunk, checked
+from ..io.sse import OpenAIStream, StreamBroken, StreamCounts
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
 """SGLang names the field reasoning_content; vLLM ≥0.17 names it reasoning."""
@@ -35,10 +39,16 @@ class StreamedChat:
     usage: dict | None
     chunks: int
     raw_events: list[str] = field(default_factory=list)
+    counts: StreamCounts = field(default_factory=StreamCounts)
+    """What arrived (chunks with output, bytes of text) beside usage's claim."""
+    fault: str = ""
+    """The protocol fault of a stream that ended with no finish reason and no `[DONE]` ("" for a whole stream)."""
 
 
-def join_chat_stream(data: Iterable[str]) -> StreamedChat:
-    """Fold the `data:` payloads of a chat-completions event stream into one message."""
+def join_chat_stream(data: Iterable[str | bytes], max_tokens: int | None = None) -> StreamedChat:
+    """Fold the `data:` payloads of a chat-completions event stream into one message (ParseError: a protocol
+    fault, an event of another shape, or a usage the stream cannot back: `StreamCounts.gap` with the request's
+    `max_tokens`)."""
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, dict] = {}
@@ -46,14 +56,16 @@ def join_chat_stream(data: Iterable[str]) -> StreamedChat:
     usage = None
     chunks = 0
     raw: list[str] = []
-    for payload in data:
+    reader = OpenAIStream()
+    for item in data:
+        payload = item.decode("utf-8", "replace") if isinstance(item, bytes) else item
         raw.append(payload)
-        if payload.strip() == "[DONE]":
-            break
         try:
-            chunk = json.loads(payload)
-        except (json.JSONDecodeError, RecursionError) as error:
-            raise ParseError("chat completion stream", f"event is not JSON ({error})", payload) from None
+            chunk = reader.read(item)
+        except StreamBroken as fault:
+            raise ParseError("chat completion stream", str(fault), payload[:300]) from None
+        if chunk is None:
+            continue  # [DONE]: what follows it is read only to be refused
         checked(ChatChunk, chunk, f"chat completion stream, event {chunks + 1}")  # a dict of the shape read below
         chunks += 1
         if chunk.get("usage"):
@@ -80,6 +92,15 @@ def join_chat_stream(data: Iterable[str]) -> StreamedChat:
                     slot["function"]["arguments"] += function["arguments"]
             if choice.get("finish_reason"):
                 finish_reason = choice["finish_reason"]
+    fault = ""
+    try:
+        reader.end()
+    except StreamBroken as broken:
+        if finish_reason is not None:  # it said it finished, then stopped short of [DONE]: nothing can be trusted
+            raise ParseError("chat completion stream", str(broken), raw[-1][:300] if raw else "") from None
+        fault = str(broken)
+    if gap := reader.counts.gap(max_tokens):
+        raise ParseError("chat completion stream", f"token count not verified: {gap}", raw[-1][:300] if raw else "")
     return StreamedChat(content="".join(content), reasoning="".join(reasoning),
                         tool_calls=[calls[i] for i in sorted(calls)], finish_reason=finish_reason,
-                        usage=usage, chunks=chunks, raw_events=raw)
+                        usage=usage, chunks=chunks, raw_events=raw, counts=reader.counts, fault=fault)

@@ -26,6 +26,7 @@ from .fit import BudgetError, TokenCounter, derive_seed, fit_units, prompt_sha25
 from .gates import GateVerdict, pass_gates
 from .kinds import GridKind
 from .report import render_heatmap, write_grid_json
+from .retrieval import copied_words, generated_text, not_a_retrieval, prompt_text
 from .server import Answer, ServerTokenCounter, ask
 from .session import GridSession
 
@@ -41,13 +42,17 @@ __all__ = [
     "TokenCounter",
     "ask",
     "context_lengths",
+    "copied_words",
     "default_context_lengths",
     "derive_seed",
     "fit_units",
+    "generated_text",
     "grid_name",
     "is_smoke_cell",
+    "not_a_retrieval",
     "pass_gates",
     "prompt_sha256",
+    "prompt_text",
     "render_heatmap",
     "target_tokens",
     "write_grid_json",

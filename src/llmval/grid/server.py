@@ -34,6 +34,15 @@ class Answer:
     prompt_tokens: int | None
     finish_reason: str | None
     elapsed_s: float
+    completion_tokens: int | None = None
+    """usage.completion_tokens as the server claims it (judged by `llmval.grid.retrieval`, never trusted)."""
+    reasoning: str = ""
+    """Reasoning text the answer carried (thinking is asked off; what came is still generated text)."""
+
+    @property
+    def generated(self) -> str:
+        """Every text the model produced for this answer (what `not_a_retrieval` counts)."""
+        return f"{self.reasoning}\n{self.content}" if self.reasoning else self.content
 
 
 def _count(data: object, endpoint: str, path: str) -> int:
@@ -168,5 +177,10 @@ def ask(client: httpx.Client, *, endpoint: str, engine: type[EngineAdapter], mod
     except (KeyError, IndexError, TypeError, AttributeError) as error:
         raise EndpointError(f"[{endpoint}] POST /v1/chat/completions: unexpected answer shape "
                             f"({type(error).__name__}: {error}): {str(data)[:300]!r}") from error
-    return Answer(content=content, prompt_tokens=usage.get("prompt_tokens"),
-                  finish_reason=choice.get("finish_reason"), elapsed_s=round(elapsed, 3))
+    reasoning = choice["message"].get("reasoning_content") or choice["message"].get("reasoning") or ""
+    claimed = usage.get("completion_tokens")
+    return Answer(content=content if isinstance(content, str) else str(content),
+                  prompt_tokens=usage.get("prompt_tokens"), finish_reason=choice.get("finish_reason"),
+                  elapsed_s=round(elapsed, 3),
+                  completion_tokens=claimed if isinstance(claimed, int) and not isinstance(claimed, bool) else None,
+                  reasoning=reasoning if isinstance(reasoning, str) else "")

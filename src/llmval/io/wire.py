@@ -9,8 +9,9 @@ At GPU event rates (~30k SSE chunks/s at C=256 on one H200 serving a small model
 CPU per event than the event itself is worth: httpx's response stream, the transport's byte iterator, h11's
 event machine and httpx-sse's line decoder each run per chunk, and each layer is an `await` (measured with
 `python -m llmval bench --ceiling`; numbers in README "Perf"). Here one `asyncio.Protocol` per connection
-receives the bytes, decodes the chunked transfer encoding and splits SSE events itself, and hands every
-complete `data:` payload to a fold (`StreamFold`: the load's timing, vLLM's definitions, `llmval.load`).
+receives the bytes, decodes the chunked transfer encoding, splits SSE events with the suite's one SSE reader
+(`llmval.io.sse.SseSplitter`), and hands every complete `data:` payload to a fold (`StreamFold`: the load's
+timing, vLLM's definitions, `llmval.load`).
 Each event is timed when the bytes that complete it arrive (`data_received`), which is when an
 aiohttp reader like `vllm bench serve`'s times its read.
 
@@ -34,13 +35,12 @@ from urllib.parse import urlsplit
 from ..core.contract import shorten
 from ..inventory.values import url_port
 from .bounded import MAX_BODY_BYTES, Inflater, TooLarge, hung_words, too_large_words
+from .sse import MAX_EVENT_BYTES, SseSplitter, StreamBroken
 
 Clock = Callable[[], float]
 _MAX_HEAD = 64 * 1024
 _MAX_ERROR_BODY = 64 * 1024
-MAX_EVENT_BYTES = 2**20
-"""The longest SSE event read (a streamed chunk is a few hundred bytes, a few kB with logprobs): past it the
-stream is refused rather than held and re-scanned (a server that never ends its event)."""
+__all__ = ["MAX_EVENT_BYTES", "StreamBroken", "StreamFold", "WireClient", "WireError", "WireTimeout"]
 
 
 class WireError(Exception):
@@ -49,10 +49,6 @@ class WireError(Exception):
 
 class WireTimeout(WireError):
     """The request's whole time ran out (`hung_words`)."""
-
-
-class StreamBroken(Exception):
-    """The stream's content is not what a streamed completion sends (the fold says what)."""
 
 
 class StreamFold(Protocol):
@@ -82,7 +78,8 @@ class _Conn(asyncio.Protocol):
         """Bytes of the current response received so far (on the wire)."""
         self._inflater: Inflater | None = None
         self._state, self._keep_alive, self._status = "done", True, 0  # idle: reusable
-        self._buf = self._sse = self._error_body = b""
+        self._buf = self._error_body = b""
+        self._splitter = SseSplitter()
         self._remaining = -1
 
     # --- asyncio.Protocol
@@ -120,7 +117,7 @@ class _Conn(asyncio.Protocol):
         self._timing = timing
         self._state = "head"
         self._buf = b""
-        self._sse = b""
+        self._splitter = SseSplitter()
         self._status = 0
         self._keep_alive = True
         self._remaining = -1
@@ -243,31 +240,22 @@ class _Conn(asyncio.Protocol):
             if len(self._error_body) < _MAX_ERROR_BODY:
                 self._error_body += payload[: _MAX_ERROR_BODY - len(self._error_body)]
             return
-        sse = self._sse + payload if self._sse else payload
-        if b"\r" in sse:  # CRLF or CR line ends (allowed by the SSE spec): normalise, keeping a trailing CR
-            held = sse.endswith(b"\r")
-            sse = (sse[:-1] if held else sse).replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (b"\r" if held else b"")
-        if b"\n\n" not in sse:
-            if len(sse) > MAX_EVENT_BYTES:
-                raise WireError(f"an SSE event longer than {MAX_EVENT_BYTES // 2**20} MiB: refused to read more")
-            self._sse = sse
-            return
-        *events, self._sse = sse.split(b"\n\n")
         timing = self._timing
         assert timing is not None
-        for event in events:
-            if event.startswith(b"data: ") and b"\n" not in event:
-                data = event[6:]  # the common case: one data line
-            else:
-                lines = [line[5:] for line in event.split(b"\n") if line.startswith(b"data:")]
-                if not lines:
-                    continue  # a comment or an event without data
-                data = b"\n".join(line[1:] if line.startswith(b" ") else line for line in lines)
+        for data in self._splitter.feed(payload):
             timing.message(data, now)
 
     def _end(self) -> None:
         if self._inflater is not None and self._status != 200:
             self._body(self._inflater.flush(), 0.0)
+        if self._status == 200 and self._timing is not None and self._state != "done":
+            now = self.clock()
+            try:
+                for data in self._splitter.close():  # an event the server ended without its blank line
+                    self._timing.message(data, now)
+            except StreamBroken as broken:
+                self._fail(broken)
+                return
         self._state = "done"
         if self._done is not None and not self._done.done():
             self._done.set_result(None)

@@ -38,7 +38,14 @@ from ._lock import ENGINE_LOCK, engine_lock
 from ._parallel import auto_workers, run_load_parallel
 from ._prompts import Prompt, WordPrompts, build_prompt, build_prompts
 from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep
-from ._request import RequestRecord, WireClient, completion_payload, stream_completion
+from ._request import (
+    RequestRecord,
+    UnverifiedTokenCount,
+    WireClient,
+    completion_payload,
+    stream_completion,
+    unverified_counts,
+)
 from ._runner import LoadRun, OtherLoad, Workload, run_batch, run_load, sender
 from ._sampler import EngineSamples, MetricsSampler
 from ._session import BaselineCheck, Measured, PerfSession, wait_idle, workload_for
@@ -75,6 +82,7 @@ __all__ = [
     "RequestRecord",
     "RunMetrics",
     "Slo",
+    "UnverifiedTokenCount",
     "WindowDeltas",
     "WireClient",
     "WordPrompts",
@@ -104,6 +112,7 @@ __all__ = [
     "server_identity",
     "server_key",
     "stream_completion",
+    "unverified_counts",
     "vllm_offsets",
     "wait_idle",
     "window_deltas",

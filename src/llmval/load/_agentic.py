@@ -40,7 +40,7 @@ from ..engines import EngineAdapter
 from ..engines.base import CacheHits
 from ._engine import read_counters
 from ._rate import Goodput, Slo
-from ._request import Clock, RequestRecord, WireClient
+from ._request import Clock, RequestRecord, WireClient, unverified_counts
 from ._sampler import EngineSamples, MetricsSampler
 from ._stats import percentile
 
@@ -318,6 +318,7 @@ async def run_agentic(client: httpx.AsyncClient, streamer: WireClient, profile: 
         duration = clock() - started
     finally:
         samples = await sampler.stop() if sampler is not None else None
+    unverified_counts([t.record for t in turns], f"[{endpoint}] the agentic load ({profile.key()})")
     after = await read_counters(client, endpoint, engine)
     hits = engine.prefix_cache_hits(before.metrics, after.metrics) if before is not None and after is not None \
         else None

@@ -24,7 +24,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from ._request import RequestRecord, WireClient, completion_payload
+from ._request import RequestRecord, WireClient, completion_payload, unverified_counts
 from ._runner import LoadRun, Workload, run_batch
 from ._stats import compute_metrics
 
@@ -139,6 +139,7 @@ def run_load_parallel(base_url: str, workload: Workload, *, workers: int, prompt
     records = [r for recs, _, _, _ in outcomes for r in recs]
     started = outcomes[0][1]
     duration = max(end for _, _, end, _ in outcomes) - started
+    unverified_counts(records, f"[{endpoint}] the measured window ({workload.key()})")
     run = LoadRun(endpoint=endpoint, workload=workload, nonce=secrets.token_hex(4), records=records, warmup=[],
                   metrics=compute_metrics(records, duration))
     return run, ClientCpu(workers=[cpu for _, _, _, cpu in outcomes], wall_s=duration)

@@ -4,25 +4,30 @@ Mirrors `async_request_openai_completions` (vllm/benchmarks/lib/endpoint_request
 `t0` is taken right before the POST; every SSE message whose JSON has a non-empty `choices` list is an
 output *chunk* (text may be empty); TTFT is the first chunk's time, each later chunk adds one per-chunk
 ITL, and E2E latency ends at the last chunk (not at the usage message, not at `[DONE]`). Output and
-prompt token counts come from the trailing `usage` message (`stream_options.include_usage`), never from
-counting chunks: under speculative decoding one chunk carries several tokens.
+prompt token counts come from the trailing `usage` message (`stream_options.include_usage`), not from
+counting chunks: under speculative decoding one chunk carries several tokens. But usage is a claim: it is
+taken only where what arrived could hold it (not above `max_tokens`, not below the chunks that carried output,
+not above the streamed text's bytes plus one special token per chunk); else the request is not a measurement
+(`unverified_count`, and `UnverifiedTokenCount` for the run). The stream is read by the suite's one SSE reader
+(`llmval.io.sse`): an event after `[DONE]`, no `[DONE]`, output after a finish reason fail the request, named.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
-import httpx_sse
 
-from ..core.errors import EndpointError
+from ..core.errors import EndpointError, LlmvalError
 from ..io.bounded import HUNG
 from ..io.http import httpx_errors
-from ..io.wire import StreamBroken as _StreamBroken
+from ..io.sse import OpenAIStream, SseSplitter
+from ..io.sse import StreamBroken as _StreamBroken
 from ..io.wire import WireClient as _Wire
 
 Clock = Callable[[], float]
@@ -42,6 +47,12 @@ class RequestRecord:
     output_tokens: int | None = None
     prompt_tokens: int | None = None
     chunks: int = 0
+    output_chunks: int = 0
+    """Chunks that carried output text (each carries at least one token)."""
+    output_bytes: int = 0
+    """UTF-8 bytes of the output that arrived."""
+    unverified_count: str = ""
+    """Why usage's completion_tokens cannot be what streamed ("" when it can; `StreamCounts.gap`)."""
     finish_reason: str | None = None
     error: str = ""
     scheduled_time: float | None = None
@@ -85,28 +96,27 @@ def completion_payload(*, model: str, prompt: str, output_len: int, temperature:
 
 
 class _Timing:
-    """Folds (time, payload) events into a RequestRecord, vLLM's way."""
+    """Folds (time, payload) events into a RequestRecord, vLLM's way, through the suite's one reading of an event
+    stream (`llmval.io.sse.OpenAIStream`: events after `[DONE]`, no `[DONE]`, output after a finish reason are
+    faults); the output count is usage's claim only when what arrived could hold it (`StreamCounts.gap`)."""
 
-    def __init__(self, record: RequestRecord):
+    def __init__(self, record: RequestRecord, max_tokens: int | None = None):
         self.record = record
+        self.max_tokens = max_tokens
         self.last_chunk_at: float | None = None
+        self.reader = OpenAIStream()
 
     def started(self, at: float) -> None:
         self.record.start_time = at
 
     def message(self, data: str | bytes, at: float) -> None:
         record = self.record
-        if data == "[DONE]" or data == b"[DONE]":
-            return
-        try:
-            body = json.loads(data)
-        except ValueError:
-            raise _StreamBroken(f"SSE data is not JSON: {_text(data)[:200]!r}") from None
-        if not isinstance(body, dict):
-            raise _StreamBroken(f"SSE data is not a JSON object: {_text(data)[:200]!r}")
-        if "error" in body and not body.get("choices"):
-            raise _StreamBroken(f"error in stream: {json.dumps(body['error'])[:300]}")
+        body = self.reader.read(data)
+        if body is None:
+            return  # [DONE]
         if choices := body.get("choices"):
+            if not isinstance(choices, list) or not isinstance(choices[0], dict):
+                raise _StreamBroken(f"SSE chunk's choices are not a list of objects: {_text(data)[:200]!r}")
             if self.last_chunk_at is None:
                 record.ttft_s = at - record.start_time
             else:
@@ -114,19 +124,52 @@ class _Timing:
             self.last_chunk_at = at
             record.chunks += 1
             record.finish_reason = choices[0].get("finish_reason") or record.finish_reason
-        elif usage := body.get("usage"):
-            record.output_tokens = usage.get("completion_tokens")
-            record.prompt_tokens = usage.get("prompt_tokens")
 
     def finish(self) -> None:
-        record = self.record
+        record, counts = self.record, self.reader.counts
         if self.last_chunk_at is None:
             raise _StreamBroken("the stream ended without a chunk carrying choices (no first token)")
+        self.reader.end()
         record.latency_s = self.last_chunk_at - record.start_time
+        record.output_chunks, record.output_bytes = counts.output_chunks, counts.output_bytes
+        record.output_tokens, record.prompt_tokens = counts.claimed_tokens, counts.claimed_prompt_tokens
         if not isinstance(record.output_tokens, int):
             raise _StreamBroken("the stream has no usage message with completion_tokens "
                                 "(does the server honour stream_options.include_usage?)")
+        if gap := counts.gap(self.max_tokens):
+            record.unverified_count = gap
+            raise _StreamBroken(f"{UNVERIFIED}: {gap}")
         record.success = True
+
+
+UNVERIFIED = "token count not verified"
+"""How a request whose usage the stream cannot back begins its error (`UnverifiedTokenCount` gathers them)."""
+MAX_TOKENS_RE = re.compile(rb'"max_tokens"\s*:\s*(\d+)')
+
+
+def max_tokens_of(payload: dict | bytes) -> int | None:
+    """The request's max_tokens (None when it sets none), read from the body the load sends."""
+    if isinstance(payload, dict):
+        value = payload.get("max_tokens", payload.get("max_completion_tokens"))
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    match = MAX_TOKENS_RE.search(payload)
+    return int(match.group(1)) if match else None
+
+
+class UnverifiedTokenCount(LlmvalError):
+    """The streams' `usage.completion_tokens` claimed more or fewer tokens than what arrived could be (above
+    max_tokens, below the chunks that carried output, above what the text could hold): no rate computed from
+    it is a measurement."""
+
+
+def unverified_counts(records: list[RequestRecord], what: str) -> None:
+    """UnverifiedTokenCount naming the first gap when any of `records` has a usage the stream cannot back."""
+    bad = [r for r in records if r.unverified_count]
+    if bad:
+        raise UnverifiedTokenCount(
+            f"{what}: {len(bad)} of {len(records)} streams claim a token count the stream cannot back; the first: "
+            f"{bad[0].unverified_count}. Rates computed from usage would be made up, so none is reported (is a proxy "
+            "or patched server rewriting usage? compare with the engine's own generation counter)")
 
 
 def _text(data: str | bytes) -> str:
@@ -149,7 +192,7 @@ class WireClient(_Wire):
         before the request is written."""
         record = record or RequestRecord()
         body = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
-        error = await self.post_stream(path, body, _Timing(record))
+        error = await self.post_stream(path, body, _Timing(record, max_tokens_of(payload)))
         if error:
             record.start_time = record.start_time or self.clock()  # a connect that failed: nothing was written
             record.success, record.error = False, error
@@ -162,7 +205,7 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
 
     `record` may come pre-filled (`scheduled_time` of an open-loop run); `start_time` is set here."""
     record = record or RequestRecord()
-    timing = _Timing(record)
+    timing = _Timing(record, max_tokens_of(payload))
     record.start_time = clock()
     total_s = client.timeout.read  # the whole request's time, as every request of the suite (llmval.io.bounded)
     try:
@@ -172,10 +215,18 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
                     body = (await response.aread()).decode("utf-8", "replace")
                     record.error = f"HTTP {response.status_code}: {body[:300]}"
                     return record
-                # httpx-sse splits the stream into events whatever the byte chunking; each event is timed when
-                # it is complete (its blank line arrived), which is when vLLM's client times it too
-                async for event in httpx_sse.EventSource(response).aiter_sse():
-                    timing.message(event.data, clock())
+                kind = response.headers.get("content-type", "")
+                if not kind.lower().startswith("text/event-stream"):
+                    raise _StreamBroken(f"not an SSE stream: content-type is {kind!r}, not text/event-stream")
+                # the suite's one SSE reader splits the stream into events whatever the byte chunking; each event
+                # is timed when it is complete (its blank line arrived), which is when vLLM's client times it too
+                splitter = SseSplitter()
+                async for data in response.aiter_bytes():
+                    at = clock()
+                    for event in splitter.feed(data):
+                        timing.message(event, at)
+                for event in splitter.close():
+                    timing.message(event, clock())
         timing.finish()
     except _StreamBroken as broken:
         record.success = False

@@ -22,7 +22,15 @@ from ..engines import EngineAdapter
 from ._arrivals import poisson_offsets
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
-from ._request import Clock, RequestRecord, WireClient, completion_payload, stream_completion
+from ._request import (
+    Clock,
+    RequestRecord,
+    UnverifiedTokenCount,
+    WireClient,
+    completion_payload,
+    stream_completion,
+    unverified_counts,
+)
 from ._sampler import EngineSamples, MetricsSampler
 from ._stats import RunMetrics, compute_metrics
 
@@ -98,6 +106,8 @@ class LoadRun:
             "e2els": [r.latency_s for r in self.records],
             "start_times": [r.start_time for r in self.records],
             "chunks": [r.chunks for r in self.records],
+            "output_chunks": [r.output_chunks for r in self.records],
+            "output_bytes": [r.output_bytes for r in self.records],
             "errors": [r.error for r in self.records],
             "schedule_lags": [r.lag_s for r in self.records] if self.workload.request_rate is not None else [],
             "engine_samples": self.engine_samples.as_json() if self.engine_samples is not None else None,
@@ -212,6 +222,26 @@ async def run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: s
                 await reporter
 
 
+CLAIM_SLACK = 0.02
+"""How far usage's claims may run above the engine's own generation counter over a window (a share of the claims,
+plus one token per request) before they are not believed."""
+
+
+def claims_beyond_engine(records: list[RequestRecord], deltas: WindowDeltas, what: str) -> None:
+    """UnverifiedTokenCount when the requests' usage claims more tokens than the engine's own generation counter
+    rose by over the window (a second source beside the stream: a proxy that rewrites usage does not rewrite the
+    engine's /metrics)."""
+    claimed = sum(r.output_tokens or 0 for r in records if r.success)
+    if deltas.generation_tokens is None or not claimed:
+        return
+    if claimed - deltas.generation_tokens > CLAIM_SLACK * claimed + len(records):
+        raise UnverifiedTokenCount(
+            f"{what}: usage claims {claimed} completion tokens, but the engine's generation counter rose by "
+            f"{deltas.generation_tokens:.0f} over the window: {claimed - deltas.generation_tokens:.0f} tokens were "
+            "claimed that the engine did not generate, so no rate from usage is a measurement (a proxy rewriting "
+            "usage? a counter reset would show as an engine restart)")
+
+
 async def _run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: str, engine: type[EngineAdapter],
                     prompts: list[Prompt] | None, nonce: str | None, clock: Clock,
                     metrics_client: httpx.AsyncClient | None, before_window: Callable[[], Awaitable[None]] | None,
@@ -249,8 +279,11 @@ async def _run_load(client: httpx.AsyncClient, workload: Workload, *, endpoint: 
         duration = clock() - started
     finally:
         samples = await sampler.stop() if sampler is not None else None
+    unverified_counts(records, f"[{endpoint}] the measured window ({workload.key()})")
     after = await read_counters(counters_client, endpoint, engine)
+    deltas = window_deltas(before, after)
+    claims_beyond_engine(records, deltas, f"[{endpoint}] the measured window ({workload.key()})")
     return LoadRun(endpoint=endpoint, workload=workload, nonce=nonce, records=records, warmup=warmup,
-                   metrics=compute_metrics(records, duration), engine=window_deltas(before, after),
+                   metrics=compute_metrics(records, duration), engine=deltas,
                    prompt_tokens_expected=[p.tokens for p in prompts[workload.warmup_requests:total]],
                    engine_samples=samples, prompts_counted_by=prompts[0].counted_by if prompts else "")

@@ -112,6 +112,10 @@ class TrialResult:
     others: list[str]
     ruler_score: float
     elapsed_s: float
+    completion_tokens: int | None = None
+    """usage.completion_tokens as the server claimed it."""
+    not_retrieval: str = ""
+    """Why the answer was not a retrieval at all (`llmval.grid.not_a_retrieval`); "" when it may be one."""
 
 
 @dataclasses.dataclass
@@ -130,6 +134,11 @@ class CellResult:
     @property
     def pass_rate(self) -> float | None:
         return sum(t.is_pass for t in self.trials) / len(self.trials) if self.trials else None
+
+    @property
+    def not_retrieval(self) -> str:
+        """Why a trial's answer was not a retrieval (the first such trial); "" when none was."""
+        return next((f"trial {t.trial}: {t.not_retrieval}" for t in self.trials if t.not_retrieval), "")
 
 
 def prompt_token_offenders(spec: NiahSpec, results: Sequence[CellResult]) -> list[str]:
@@ -154,5 +163,6 @@ def prompts_fingerprint(results: Sequence[CellResult]) -> str:
 
 def observed(result: CellResult) -> str:
     """What a cell's trials answered, for messages: `'...1234567.' (2047 prompt tokens, depth 0.5)`."""
-    return "; ".join(f"{t.answer.strip()[:80]!r} ({t.prompt_tokens} prompt tokens, depth {t.actual_depth})"
+    return "; ".join((f"not a retrieval: {t.not_retrieval}; answered " if t.not_retrieval else "")
+                     + f"{t.answer.strip()[:80]!r} ({t.prompt_tokens} prompt tokens, depth {t.actual_depth})"
                      for t in result.trials)

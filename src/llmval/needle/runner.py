@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import httpx
 
 from ..engines import adapter_class
-from ..grid import GateVerdict, GridCells, TokenCounter, ask, pass_gates
+from ..grid import GateVerdict, GridCells, TokenCounter, ask, pass_gates, prompt_text
 from ..inventory import EndpointSpec, NiahSpec
 from .grid import Cell, CellResult, TrialResult, build_trial, plan_cells, prompt_token_offenders, prompts_fingerprint
 from .scorer import ruler_aggregate, score_answer
@@ -40,7 +40,8 @@ class NiahRunner(GridCells[Cell, CellResult]):
             result.trials.append(self._trial(cell, trial))
 
     def _line(self, result: CellResult, took_s: float) -> str:
-        verdict = "error" if result.error else ("pass" if result.is_pass else "MISS")
+        verdict = "error" if result.error else ("pass" if result.is_pass else
+                                                ("NOT A RETRIEVAL" if result.not_retrieval else "MISS"))
         answers = "; ".join(f"expected {t.expected}, answered {_tail(t.answer)!r}" for t in result.trials)
         tokens = "/".join(str(t.prompt_tokens) for t in result.trials)
         return f"{verdict} ({tokens} prompt tokens, {took_s:.1f} s): {answers}"
@@ -57,12 +58,15 @@ class NiahRunner(GridCells[Cell, CellResult]):
             self._units.setdefault(shared_key, prompt.n_units)
         answer = ask(self.client, endpoint=self.endpoint.name, engine=adapter_class(self.endpoint),
                      model=self.endpoint.model, messages=prompt.messages, max_tokens=self.spec.max_tokens)
-        score = score_answer(answer.content, prompt.expected, prompt.kind, prompt.planted)
+        score = score_answer(answer.content, prompt.expected, prompt.kind, prompt.planted,
+                             prompt=prompt_text(prompt.messages), max_tokens=self.spec.max_tokens,
+                             completion_tokens=answer.completion_tokens, generated=answer.generated)
         return TrialResult(trial=trial, seed=prompt.seed, prompt_sha256=prompt.sha256, expected=prompt.expected,
                            calibrated_tokens=prompt.calibrated_tokens, prompt_tokens=answer.prompt_tokens,
                            n_units=prompt.n_units, actual_depth=prompt.actual_depth, answer=answer.content,
                            finish_reason=answer.finish_reason, is_pass=score.is_pass, others=list(score.others),
-                           ruler_score=score.ruler_score, elapsed_s=answer.elapsed_s)
+                           ruler_score=score.ruler_score, elapsed_s=answer.elapsed_s,
+                           completion_tokens=answer.completion_tokens, not_retrieval=score.not_retrieval)
 
     def document(self) -> dict:
         """The grid JSON: spec, every measured cell with its trials, summary, gates (when complete)."""

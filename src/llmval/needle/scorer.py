@@ -5,6 +5,9 @@ Two scores are kept side by side:
 - the gate (`score_answer(...).is_pass`): the expected value is present as a whole value, and no
   other candidate is: neither another value of the same shape (7-digit number or UUID) nor any value
   planted in the haystack. An answer that lists every number it saw fails.
+- before either, the answer must be a retrieval at all (`llmval.grid.not_a_retrieval`, given the prompt, the
+  request's `max_tokens` and usage's `completion_tokens`): an echo of the prompt, or an answer longer than
+  `max_tokens` allows, holds the needle without having retrieved it, and fails naming why (`not_retrieval`).
 - RULER's `string_match_all` (`ruler_string_match_all`): the percentage of reference strings found,
   case-insensitively, as substrings of the prediction after RULER's post-processing (control
   characters become newlines, then strip). Kept for comparability with published RULER numbers.
@@ -13,6 +16,8 @@ Two scores are kept side by side:
 True
 >>> score_answer("4417702 or 1234567", "4417702", "number").is_pass
 False
+>>> score_answer(" The number is 4417702." * 20, "4417702", "number", max_tokens=64).not_retrieval[:24]
+'the answer has 80 words:'
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 
+from ..grid import not_a_retrieval
 from .builder import ValueKind
 
 NUMBER_RE = re.compile(r"(?<!\d)\d{7}(?!\d)")
@@ -40,6 +46,8 @@ class Score:
     """Candidate values in the answer other than the expected one (sorted, lower-case)."""
     ruler_score: float
     """RULER string_match_all for this one sample, 0..100."""
+    not_retrieval: str = ""
+    """Why the answer is not a retrieval at all (an echo, longer than max_tokens allows); "" when it may be one."""
 
 
 def ruler_postprocess(prediction: str) -> str:
@@ -61,14 +69,20 @@ def candidates(answer: str, kind: ValueKind, planted: Iterable[str] = ()) -> set
     return found
 
 
-def score_answer(answer: str, expected: str, kind: ValueKind, planted: Iterable[str] = ()) -> Score:
-    """Score `answer` against the `expected` value (see the module docstring)."""
+def score_answer(answer: str, expected: str, kind: ValueKind, planted: Iterable[str] = (), *, prompt: str = "",
+                 max_tokens: int | None = None, completion_tokens: int | None = None,
+                 generated: str | None = None) -> Score:
+    """Score `answer` against the `expected` value (see the module docstring). `prompt` (the messages' text),
+    `max_tokens` and `completion_tokens` (usage's claim) judge whether the answer is a retrieval at all;
+    `generated`: every text the model produced when there is more than `answer` (reasoning)."""
     text = ruler_postprocess(answer)
     found = candidates(text, kind, planted)
     has_expected = expected.lower() in {m.group(0).lower() for m in VALUE_RES[kind].finditer(text)}
     others = tuple(sorted(found - {expected.lower()}))
-    return Score(is_pass=has_expected and not others, has_expected=has_expected, others=others,
-                 ruler_score=ruler_string_match_all(answer, [expected]))
+    why = not_a_retrieval(answer if generated is None else generated, prompt=prompt, max_tokens=max_tokens,
+                          completion_tokens=completion_tokens)
+    return Score(is_pass=has_expected and not others and not why, has_expected=has_expected, others=others,
+                 ruler_score=ruler_string_match_all(answer, [expected]), not_retrieval=why)
 
 
 def ruler_aggregate(sample_scores: Sequence[float]) -> float:

@@ -4,11 +4,12 @@ A probe is built once (its prompt fixed: a NIAH haystack is fitted to its budget
 before the first ask), then asked several times with the very same request at temperature 0. Each ask gives a
 `ProbeAnswer`: the exact text that came back and the judged answer, by the judges the accuracy checks use:
 
-- NIAH (`llmval.needle.score_answer`): `is_correct` = the expected needle value is in the answer and no other
-  value-shaped string or planted value is; `is_valid` is the same (a needle answer has no other validity);
+- NIAH (`llmval.needle.score_answer`): `is_correct` = the answer is a retrieval at all (not an echo of the
+  prompt, not longer than max_tokens or its usage allow: `llmval.grid.not_a_retrieval`), the expected needle
+  value is in it and no other value-shaped string or planted value is; `is_valid` is the same;
 - tool calls (`llmval.toolcalls.judge`): `is_valid` = a call whose arguments are a JSON object valid against
-  the tool's schema, untruncated, no markup leak; `is_correct` = valid and exactly the expected calls (names and
-  argument values).
+  the tool's schema, untruncated, no markup leak, and no more text than max_tokens or its usage allow (the same
+  rule); `is_correct` = valid and exactly the expected calls (names and argument values).
 
     probes = niah_probes(endpoint, spec, client) + tool_probes(adapter, spec)
     answer = probes[0].ask()      # ProbeAnswer(probe_id, text, is_valid, is_correct, judged, ...)
@@ -25,7 +26,7 @@ import httpx
 
 from ..core.errors import LlmvalError
 from ..engines import EngineAdapter, adapter_class
-from ..grid import ServerTokenCounter, ask
+from ..grid import ServerTokenCounter, ask, generated_text, not_a_retrieval, prompt_text
 from ..inventory import EndpointSpec, NiahSpec
 from ..inventory.perf import CorrectnessSpec
 from ..needle import build_trial, score_answer
@@ -86,9 +87,12 @@ class NiahProbe:
                          model=self.endpoint.model, messages=self.prompt.messages, max_tokens=self.spec.max_tokens)
         except LlmvalError as error:
             return _failed(self.id, error, began)
-        score = score_answer(answer.content, self.prompt.expected, self.prompt.kind, self.prompt.planted)
+        score = score_answer(answer.content, self.prompt.expected, self.prompt.kind, self.prompt.planted,
+                             prompt=prompt_text(self.prompt.messages), max_tokens=self.spec.max_tokens,
+                             completion_tokens=answer.completion_tokens, generated=answer.generated)
         said = " ".join(answer.content.split())
         judged = (f"found {self.prompt.expected}" if score.is_pass else
+                  f"not a retrieval: {score.not_retrieval}" if score.not_retrieval else
                   f"missed: answered {said[-80:]!r} (expected {self.prompt.expected}"
                   + (f", also {', '.join(score.others)}" if score.others else "") + ")")
         return ProbeAnswer(self.id, answer.content, score.is_pass, score.is_pass, judged, time.monotonic() - began)
@@ -139,6 +143,16 @@ class ToolCallProbe:
                                f"invalid: not a chat completion ({type(error).__name__})", took)
         verdict = judge(self.case, answer, max_tokens=self.case.max_tokens)
         calls = ", ".join(f"{name}({json.dumps(args, ensure_ascii=False)[:120]})" for name, args in verdict.calls)
+        # the counts over everything generated; the echo rule over the text beside the calls only (the catalogue's
+        # prompts are short, and an argument may rightly quote them: "send the message '...'")
+        generated = generated_text(answer.content, answer.reasoning, answer.tool_calls)
+        why = not_a_retrieval(generated, prompt="", max_tokens=self.case.max_tokens,
+                              completion_tokens=answer.completion_tokens) or \
+            not_a_retrieval(generated_text(answer.content, answer.reasoning), prompt=prompt_text(body["messages"]),
+                            max_tokens=None)
+        if why:
+            return ProbeAnswer(self.id, _calls_text(answer), False, False, f"invalid (not generated as asked): {why}",
+                               took)
         state = ("valid, exact" if verdict.is_accurate else "valid, other values" if verdict.is_valid else
                  f"invalid ({verdict.problems[0].kind})" if verdict.problems else "invalid")
         return ProbeAnswer(self.id, _calls_text(answer), verdict.is_valid, verdict.is_accurate,
