@@ -369,7 +369,7 @@ class EngineAdapter:
                               "temperature": 0, **extra})
         if response.status_code != 200:
             raise EndpointError(f"[{self.spec.name}] POST /v1/chat/completions: HTTP {response.status_code}: "
-                                f"{excerpt(response.text)}")
+                                f"{excerpt(response.text)}", status=response.status_code)
         what = f"[{self.spec.name}] POST /v1/chat/completions"
         return checked(ChatCompletion, parse_json(response.text, what), what)
 

@@ -20,7 +20,15 @@ from .blockers import BlockerVerdict, judge, lifted_message, reference_problems,
 from .diff import Change, diff_runs, flatten, inventory_changes
 from .files import ReportsNotWritable
 from .html import render_html, status_fragment
-from .status import StatusDocument, build_status, by_test, evidence_paths, render_markdown
+from .status import (
+    StatusDocument,
+    build_status,
+    by_test,
+    evidence_paths,
+    render_markdown,
+    root_cause_records,
+    root_causes,
+)
 
 __all__ = [
     "BlockerVerdict",
@@ -40,6 +48,8 @@ __all__ = [
     "reference_problems",
     "render_html",
     "render_markdown",
+    "root_cause_records",
+    "root_causes",
     "status_fragment",
     "xfail_reason",
 ]
