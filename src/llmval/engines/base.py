@@ -36,7 +36,7 @@ from ..core.errors import (
 from ..inventory import EndpointSpec
 from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
-from .logs import first_death_statement, last_error_statements, normalize_dtype
+from .logs import TORCH_DEATH_LINES, death_evidence, last_error_statements, normalize_dtype
 from .metrics import Metrics, parse_metrics
 from .stream import StreamedChat, join_chat_stream
 
@@ -479,22 +479,30 @@ class EngineAdapter:
         assert self._read_log_errors is not None
         return self._read_log_errors()
 
+    death_lines: ClassVar[tuple[str, ...]] = TORCH_DEATH_LINES
+    """The lines in which this engine says it died (`llmval.engines.logs`: SGLang's `crashed with exit code`, vLLM's
+    `EngineDeadError`, torch's `CUDA error: out of memory`): the death `last_words` quotes, with its time."""
+
     def last_words(self) -> str:
-        """`last_log_errors` quoted for a verdict's evidence, or why there are none; the first line that says what
-        died (a Ray worker, the engine core) first, when the last ones do not hold it."""
+        """The engine's end in its own words for a verdict's evidence, or why there are none: from its current start
+        only, the line that says what died (this adapter's `death_lines`) with its time, and the error statements
+        written close to it (`llmval.engines.logs.death_evidence`: never a startup line, nor one minutes older)."""
         try:
-            lines = self.last_log_errors()
-            death = first_death_statement(self._log_errors_text)
+            self.last_log_errors()  # NotExposed when no log is declared
+            found = death_evidence(self._log_errors_text, self.death_lines)
         except ReplayMiss:
             return "the engine log's last error lines: not in this recording (made before the suite read them)"
         except LlmvalError as error:
             return f"the engine log's last error lines not read: {str(error).splitlines()[0]}"
-        if not lines:
+        if not found.last:
             return (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process killed "
                     "with SIGKILL writes none)")
-        first = f"what died: {death!r}; " if death and death not in lines else ""
-        before = f"; before it: {' | '.join(repr(x) for x in lines[:-1])}" if len(lines) > 1 else ""
-        return f"{first}the engine log's last error: {lines[-1]!r}{before} (from {self.spec.logs})"
+        at = f"at {found.at}" if found.at else "at a time the log does not say"
+        if found.death:
+            near = f"; with it: {' | '.join(repr(x) for x in found.near)}" if found.near else ""
+            return f"what died, {at}: {found.death!r}{near} (from {self.spec.logs})"
+        near = f"; before it: {' | '.join(repr(x) for x in found.near)}" if found.near else ""
+        return f"the engine log's last error, {at}: {found.last!r}{near} (from {self.spec.logs})"
 
     def _not_exposed(self, what: str) -> NotExposed:
         return NotExposed(f"[{self.spec.name}] engine {self.kind!r} exposes no {what}")

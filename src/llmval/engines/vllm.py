@@ -24,7 +24,7 @@ from .base import (
     SampledMetrics,
     resolve_auto,
 )
-from .logs import Unparsed, VllmLogFacts, is_quantized_kv, parse_vllm_log
+from .logs import TORCH_DEATH_LINES, VLLM_DEATH_LINES, Unparsed, VllmLogFacts, is_quantized_kv, parse_vllm_log
 from .metrics import Metrics, delta
 
 # Every vLLM metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
@@ -57,6 +57,7 @@ class VllmAdapter(EngineAdapter):
     default_port = 8000
     has_version = True
     has_health = True
+    death_lines = (*VLLM_DEATH_LINES, *TORCH_DEATH_LINES)
     load_counters = LoadCounters(generation_tokens=GENERATION_TOKENS, finished_requests=REQUEST_SUCCESS,
                                  running=REQUESTS_RUNNING, waiting=REQUESTS_WAITING)
     sampled_metrics = SampledMetrics(waiting=REQUESTS_WAITING, running=REQUESTS_RUNNING,
