@@ -371,6 +371,8 @@ def _failing(roots: list[Failure]) -> Section:
             detail.append(f"fix: {esc(v.hint)}")
         if v.evidence:
             detail.append(f"evidence: {esc(_clip(v.evidence))}")
+        if root.also and len(v.shared_cause) > 300:  # the line above cuts it: the whole cause under it
+            detail.insert(0, f"cause: {one_line(v.shared_cause)}")
         item = Item(root.describe(), root.state, detail)
         if root.dependents:
             item.detail.append(dependents_label(root) + ":")
@@ -393,15 +395,19 @@ def dependents_label(root: Failure) -> str:
             f"({', '.join(p for p in parts if p)})")
 
 
+def one_line(text: str) -> str:
+    """Text of several lines (a launch error, a log excerpt) as one Markdown list item: each line kept, joined."""
+    return " ↵ ".join(esc(line.strip()) for line in text.splitlines() if line.strip())
+
+
 def cause_lines(root: Failure) -> list[str]:
     """A root cause whole, as the reports print it: expected, observed, the fix, the evidence, the test (no cut of
     its own words: the verdict's fields were shortened once, when it was made)."""
     v = root.verdict
-    lines = [f"expected: {esc(v.expected)}"] if v.expected else []
-    if not root.also:
-        lines.append(f"observed: {esc(v.observed)}")
-    lines += [f"fix: {esc(v.hint)}"] if v.hint else []
-    lines += [f"evidence: {esc(v.evidence)}"] if v.evidence else []
+    lines = [f"expected: {one_line(v.expected)}"] if v.expected else []
+    lines.append(f"cause: {one_line(v.shared_cause)}" if root.also else f"observed: {one_line(v.observed)}")
+    lines += [f"fix: {one_line(v.hint)}"] if v.hint else []
+    lines += [f"evidence: {one_line(v.evidence)}"] if v.evidence else []
     if not root.also:
         lines.append(f"test: {md_code(root.test.nodeid)}")
     return lines
@@ -424,7 +430,7 @@ def _what_broke(results: RunResults, roots: list[Failure], blocked: Section, not
     for root in roots:
         v = root.verdict
         if root.also:
-            text = root.describe()
+            text = f"could not check {len(root.members)} checks ({esc(root.errors)}), one cause"
         elif v.cause == Cause.COULD_NOT_CHECK:
             text = f"{md_code(v.check)} on {esc(v.target or '?')} — could not check ({esc(v.error or 'error')})"
         else:
