@@ -479,6 +479,8 @@ class EngineAdapter:
         assert self._read_log_errors is not None
         return self._read_log_errors()
 
+    prefix_cache_hint: ClassVar[str] = "prefix caching off in the engine's launch flags"
+    """How this engine's prefix cache is turned off, for a hint: each engine spells it its own way."""
     death_lines: ClassVar[tuple[str, ...]] = TORCH_DEATH_LINES
     """The lines in which this engine says it died (`llmval.engines.logs`: SGLang's `crashed with exit code`, vLLM's
     `EngineDeadError`, torch's `CUDA error: out of memory`): the death `last_words` quotes, with its time."""

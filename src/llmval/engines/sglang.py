@@ -82,6 +82,7 @@ class SglangAdapter(EngineAdapter):
     has_version = True
     has_health = True
     death_lines = (*SGLANG_DEATH_LINES, *TORCH_DEATH_LINES)
+    prefix_cache_hint = "the radix (prefix) cache off (--disable-radix-cache: drop it)"
     # load_counters: none declared yet. SGLang's request gauges and generated-token counter are not yet
     # checked against a real scrape under data parallelism, so perf windows count no other traffic here.
     tokenize_form = "prompt"  # 0.5.17 takes `messages` too (TokenizeRequest); older releases a prompt only

@@ -58,6 +58,7 @@ class VllmAdapter(EngineAdapter):
     has_version = True
     has_health = True
     death_lines = (*VLLM_DEATH_LINES, *TORCH_DEATH_LINES)
+    prefix_cache_hint = "prefix caching off (--no-enable-prefix-caching: drop it, or --enable-prefix-caching)"
     load_counters = LoadCounters(generation_tokens=GENERATION_TOKENS, finished_requests=REQUEST_SUCCESS,
                                  running=REQUESTS_RUNNING, waiting=REQUESTS_WAITING)
     sampled_metrics = SampledMetrics(waiting=REQUESTS_WAITING, running=REQUESTS_RUNNING,
