@@ -122,7 +122,7 @@ def test_a_dead_vllm_engine_core_is_quoted_in_its_own_words_as_the_root_cause(py
     [root] = _roots(pytester)
     assert "serving.health" in root
     status = (pytester.path / "reports" / "status.md").read_text()
-    assert "EngineDeadError: EngineCore encountered an issue" in status.split("### Failing", 1)[1].split("\n### ")[0]
+    assert "EngineDeadError: EngineCore encountered an issue" in status.split("## Goal", 1)[0]  # What broke, whole
 
 
 def test_a_sigkilled_server_that_wrote_nothing_says_so(pytester):

@@ -100,7 +100,7 @@ def test_the_killed_api_server_leaves_the_ray_actor_a_zombie_named_with_its_orph
     assert "its driver pid 18107 (VLLM::EngineCore) has lost its parent (PPID 1)" in observed
     assert "ray stop --force" in zombie["hint"]
     status = (pytester.path / "reports" / "status.md").read_text()
-    assert "14 checks could not run because `hosts.gpu.zombie_workers` failed" in status, status[:3000]
+    assert "14 checks explained by `hosts.gpu.zombie_workers` failing (" in status, status[:3000]
 
 
 def test_the_older_ray_executor_dies_on_its_first_request_and_the_run_says_so(pytester):
@@ -112,6 +112,7 @@ def test_the_older_ray_executor_dies_on_its_first_request_and_the_run_says_so(py
     assert run["ret"] in (1, 10)
     assert verdicts["serving.health"]["cause"] == "held"  # it answered /health before its first request
     tokens = verdicts["serving.generation.tokens"]
-    assert tokens["cause"] == "could-not-check" and "HTTP 500" in tokens["observed"], tokens
+    # the engine answered the plain request with HTTP 500: a broken contract, not a check it could not make (43.3)
+    assert tokens["cause"] == "broken" and "HTTP 500" in tokens["observed"], tokens
     assert verdicts["serving.parallel.nodes"]["observed"] == "1"  # RayWorkerWrapper lines, the echo not counted
     assert "CUDA_VISIBLE_DEVICES set incorrectly" in (REPLAYS / "REAL-h200-vllm-ray-legacy" / "vllm.log").read_text()
