@@ -146,3 +146,12 @@ def test_whatever_is_declared_the_graph_stays_acyclic(declarations):
         kept = graph.declare(check, deps)
         assert set(kept) | {d for c, d in graph.refused if c == check} >= set(deps) - {check}
     assert graph.is_acyclic()
+
+
+def test_a_module_that_did_not_collect_is_a_root_cause_beside_a_failed_check(inventory):
+    failed = TestResult(nodeid="t::test_health[ep]", outcome="failed", verdicts=[
+        Verdict(target="ep", check="serving.health", expected="200", observed="refused", cause=Cause.BROKEN)])
+    results = RunResults(deployment="kpro6", exitstatus=2, tests=[failed],
+                         problems=["tests/hosts/test_x.py did not collect: NameError: name 'y' is not defined"])
+    assert [r.verdict.check for r in root_causes(results)] == ["serving.health", "run.exit"]
+    assert "did not collect" in render_markdown(build_status(results, inventory)).split("## Goal")[0]

@@ -292,8 +292,8 @@ def root_causes(results: RunResults) -> list[Failure]:
             shared[key] = root
         grouped.append(root)
     grouped.sort(key=lambda f: (f.state != FAIL, -len(f.members) - len(f.dependents)))
-    if not grouped and (cause := run_cause(results)) is not None:
-        grouped.append(cause)
+    if (not grouped or results.problems) and (cause := run_cause(results)) is not None:
+        grouped.append(cause)  # a module that did not collect is a cause of its own, whatever else failed
     return grouped
 
 
