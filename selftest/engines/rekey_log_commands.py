@@ -1,8 +1,9 @@
 """Re-key the engine-log commands of recorded replays to the current `log_command` form.
 
 A replay answers a command by its exact text, so when `llmval.engines.logsource` changes how it reads a log
-(issue 13: the current engine start only, periodic lines kept apart), the recorded log reads must be found under
-the new command text. This rewrites only the `command` field of those records; `stdout`, `rc` and everything
+(issue 13: the current engine start only, periodic lines kept apart; issue 43.5: the error read keeps each engine's
+death lines), the recorded log reads must be found under the new command text.
+This rewrites only the `command` field of those records; `stdout`, `rc` and everything
 else stay as recorded (the recorded output holds the startup lines the new command also selects, in order).
 `python -m selftest.engines.rekey_log_commands` (idempotent).
 """
@@ -14,6 +15,7 @@ import re
 import shlex
 from pathlib import Path
 
+from llmval.engines.logsource import ERROR_LINES
 from llmval.hostfacts import log_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,8 +27,15 @@ OLD_JOURNAL_RE = re.compile(r"^journalctl -u (?P<unit>\S+) -b --no-pager -o cat 
 OLD_DOCKER_RE = re.compile(r"^docker logs (?P<name>\S+) 2>&1 \| grep -a -E ")
 
 
+# The error read's selection before issue 43.5/44.3 (`sigquit` matched SGLang's startup line; no engine's death lines).
+OLD_ERROR_LINES = ("ERROR|CRITICAL|Traceback|Error:|Exception|exception|died|Killed|killed|sigquit|SIGKILL|SIGSEGV|"
+                   "Segmentation fault|core dumped|out of memory")
+
+
 def new_command(old: str) -> str | None:
     """The current command for an old-form log read; None when `old` is not one."""
+    if shlex.quote(OLD_ERROR_LINES) in old:  # the error read: only its selection changed
+        return old.replace(shlex.quote(OLD_ERROR_LINES), shlex.quote(ERROR_LINES))
     if m := OLD_FILE_RE.match(old):
         return log_command("file:" + shlex.split(m["path"])[0])
     if m := OLD_LAUNCH_RE.match(old):

@@ -145,6 +145,41 @@ def test_launch_failure_is_one_clear_error_and_still_tears_down(tmp_path):
     assert_nothing_left(summary["launch_id"], summary["processes"][0]["pid"], STUB_PORT)
 
 
+def _what_broke(reports: Path) -> tuple[str, dict]:
+    """The top of status.md (a run of one test is partial: its own under partial/) and results.json's roots."""
+    status = ((reports / "partial") if (reports / "partial").is_dir() else reports).joinpath("status.md").read_text()
+    return status.split("## Goal")[0], json.loads((reports / "results.json").read_text())["root_causes"]
+
+
+@pytest.mark.subprocess
+def test_a_launch_that_crashes_keeps_the_engines_own_words_on_every_page(tmp_path):
+    """Issue 43.6: status.md said "--launch: the stack did not come up (Crashed):" and stopped at the colon."""
+    done = subprocess.run(_contract_run(tmp_path, INVENTORIES / "launch-stub-crash.toml"), cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 10, done.stdout[-3000:]
+    words = "unrecognized arguments: --no-such-flag"
+    head, roots = _what_broke(tmp_path / "reports")
+    assert "--launch: the stack did not come up (Crashed)" in head and words in head, head
+    assert [r["error"] for r in roots] == ["Crashed"] and words in roots[0]["observed"], roots
+    block = done.stdout.split("root cause(s), what each explains under it")[1]
+    assert "--launch: the stack did not come up (Crashed)" in block and words in block, block
+
+
+@pytest.mark.subprocess
+def test_a_launch_refused_for_a_taken_port_names_the_holder_and_the_fix_on_every_page(tmp_path):
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", STUB_PORT))
+        squatter.listen()
+        done = subprocess.run(_contract_run(tmp_path, INVENTORIES / "launch-stub-server.toml"), cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 10, done.stdout[-3000:]
+    head, roots = _what_broke(tmp_path / "reports")
+    for words in ("(PortInUse)", f"127.0.0.1:{STUB_PORT} already accepts connections before launch",
+                  f"pid {os.getpid()}", "Stop it, or pick a free port"):
+        assert words in head and words in roots[0]["observed"], (words, head)
+
+
 @pytest.mark.subprocess
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_killing_the_run_mid_test_still_tears_down(tmp_path, sig):

@@ -111,3 +111,12 @@ def test_relative_gates_for_an_engine_on_another_host_could_not_be_checked(tmp_p
                       calibrator=lambda cpus: Calibration(20.0, (0,), 5, 3.0))
     with pytest.raises(MachineNotCalibrated, match="its engine is not seen here \\(on another host\\)"):
         perf.get(RELATIVE, 1)
+
+
+def test_a_calibration_below_the_scale_floor_is_could_not_check_not_a_gate_anyone_passes(tmp_path):
+    """Issue 43.7: a busy host judged with --perf-allow-busy-host calibrated at 0.041 of the reference, and a 20 tok/s
+    decode gate became 0.81 tok/s."""
+    perf, _ = session(tmp_path, FakeServer(FakeClock()), ScriptedProbe([0.0], engine_cores=0.02),
+                      calibrator=lambda cpus: Calibration(0.82, (0, 1), 3, 3.0), judge_host_load=False)
+    with pytest.raises(MachineNotCalibrated, match=r"at 0\.041 of the reference .* below the floor 0\.2"):
+        perf.gates(RELATIVE)

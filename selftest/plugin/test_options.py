@@ -66,7 +66,8 @@ def test_unreachable_endpoint_is_reported_as_could_not_check(pytester):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # one root cause: the health check names the endpoint and the refusal; the checks it stopped fold under it
     # (grouped since the root-cause grouping of issue 20.7), none as a traceback
-    assert "BROKEN serving.health [local-vllm] observed no answer: [local-vllm] GET http://127.0.0.1:9/health" in output
+    assert "BROKEN serving.health [local-vllm]\n    expected: 200\n    observed: no answer: [local-vllm] GET " \
+           "http://127.0.0.1:9/health" in output
     assert "Connection refused" in output
     assert "could not run because serving.health failed: serving.model.dtype" in output
     assert "Traceback" not in output

@@ -29,3 +29,14 @@ def test_a_position_after_a_secret_word_is_kept(text):
 ])
 def test_secret_values_are_still_redacted(text, kept):
     assert redact(text) == kept
+
+
+def test_a_word_that_only_ends_in_token_is_no_secret_name():
+    """Issue 43.7: the zombie check's evidence quoted `sglang::detoken: allowed as ...` as `detoken: *** as`; a
+    key name (`token:`, `HF_TOKEN=`, `x-api-key:`, camelCase `authToken:`) still has its value redacted."""
+    from llmval.core.contract import redact
+
+    evidence = "pid 971 sglang::detoken: allowed as `sglang::detokenizer` (its process title)"
+    assert redact(evidence) == evidence
+    for text in ("token: abcdefgh", "HF_TOKEN=abcdefgh12", "x-api-key: abcdefgh", "authToken: abcdefgh"):
+        assert redact(text).endswith("***") and "abcdefgh" not in redact(text), text

@@ -43,7 +43,8 @@ def status(kpro6, runs) -> str:
 def test_sections_follow_the_seed_status_document(status):
     headings = [line for line in status.splitlines() if line.startswith("#")]
     assert headings == [
-        "# Deployment status: kpro6 (production)", "## Goal", "## Constraints & Preferences", "## Progress",
+        "# Deployment status: kpro6 (production)", "## What broke", "## Goal", "## Constraints & Preferences",
+        "## Progress",
         "### Done", "### Failing", "### Blocked", "### Not checked (skipped)", "## Key decisions", "## Next steps",
         "## Critical context", "## Relevant files", "## Changed since last run"]
 

@@ -114,14 +114,15 @@ def test_a_dead_vllm_engine_core_is_quoted_in_its_own_words_as_the_root_cause(py
     statements of failure (the traceback's frames left out), the EngineDeadError last."""
     results = _replay(pytester, _with_error_lines(pytester, ENGINE_DEAD))
     health = _verdicts(results)["serving.health"]
-    assert health["evidence"].startswith("the engine log's last error: '" + ENGINE_DEAD[-1]), health
-    assert "; before it: '" + ENGINE_DEAD[0] + "' | '" + ENGINE_DEAD[1] + "' (from file:/tmp/zombie-gpu-sim/vllm.log)" \
+    # what died first, with its time (issue 43.5), then the statements written with it, the EngineDeadError last
+    assert health["evidence"].startswith("what died, at 12-01 10:40:12: '" + ENGINE_DEAD[0]), health
+    assert "; with it: '" + ENGINE_DEAD[1] + "' | '" + ENGINE_DEAD[-1] + "' (from file:/tmp/zombie-gpu-sim/vllm.log)" \
         in health["evidence"], health
     assert "File \\\"/opt" not in health["evidence"] and "^^^" not in health["evidence"]
     [root] = _roots(pytester)
     assert "serving.health" in root
     status = (pytester.path / "reports" / "replay" / "status.md").read_text()
-    assert "EngineDeadError: EngineCore encountered an issue" in status.split("### Failing", 1)[1].split("\n### ")[0]
+    assert "EngineDeadError: EngineCore encountered an issue" in status.split("## Goal", 1)[0]  # What broke, whole
 
 
 def test_a_sigkilled_server_that_wrote_nothing_says_so(pytester):

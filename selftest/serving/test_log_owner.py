@@ -59,7 +59,8 @@ def test_the_dead_server_s_log_is_no_evidence_and_folds_under_serving_health(pyt
         assert message.startswith("could not check (StaleEvidence)"), message
         assert "written by the server pid 9485" in message and "nothing listens on port 8357" in message, message
     status = (pytester.path / "reports" / "replay" / "status.md").read_text()
-    health = status.split("`serving.health` on h200-vllm", 1)[1].split("\n- ", 1)[0]
+    failing = status.split("### Failing", 1)[1]  # each dependent with its test id (What broke folds check ids)
+    health = failing.split("`serving.health` on h200-vllm", 1)[1].split("\n- ", 1)[0]
     assert "checks could not run because `serving.health` failed" in health
     assert all(name.split("[")[0] in health for name in STARTUP), health
 

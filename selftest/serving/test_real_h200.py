@@ -73,6 +73,7 @@ def test_the_killed_api_server_leaves_one_root_cause_naming_the_orphan_and_its_g
     assert "holds 43.2 GiB (44222 MiB)" in zombie["observed"] and "port 8000: nothing listens" in zombie["observed"]
     assert "kill <pid>` of the orphaned VLLM::EngineCore" in zombie["hint"]
     status = (pytester.path / "reports" / "replay" / "status.md").read_text()
-    assert "17 checks could not run because `hosts.gpu.zombie_workers` failed" in status, status[:3000]
+    assert "17 checks explained by `hosts.gpu.zombie_workers` failing (15 could not run, 2 failed with it)" in status, \
+        status[:3000]
     live = (REPLAYS / "REAL-h200-vllm-0.24.0-zombie" / "pytest.out").read_text()
     assert "llmval: 1 root cause(s)" in live and "BROKEN hosts.gpu.zombie_workers [h200]" in live

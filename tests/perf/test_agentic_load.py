@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmval.engines import ImpossibleMetric, NotExposed
+from llmval.engines import ImpossibleMetric, NotExposed, adapter_class
 
 pytestmark = pytest.mark.perf
 
@@ -21,7 +21,7 @@ def test_agentic_load_turns_all_succeed(perf_gate, agentic_load, expect):
 
 
 @pytest.mark.needs("agentic_load.prefix_cache_hit_min")
-def test_agentic_load_prefix_cache_hit_rate(perf_gate, agentic_load, expect):
+def test_agentic_load_prefix_cache_hit_rate(perf_gate, agentic_load, inventory, expect):
     (rate, observed), minimum = agentic_load.run.prefix_cache_share(), perf_gate.agentic_load.prefix_cache_hit_min
     if (hits := agentic_load.run.cache_hits) is not None and hits.impossible:
         raise ImpossibleMetric(f"[{perf_gate.endpoint}] perf.agentic.prefix_cache_hit_rate: {observed}")
@@ -30,8 +30,9 @@ def test_agentic_load_prefix_cache_hit_rate(perf_gate, agentic_load, expect):
     expect.measure(perf_gate.label, "agentic_prefix_cache_hit_rate", round(rate, 4), "")
     expect(perf_gate.label, "perf.agentic.prefix_cache_hit_rate", expected=f">= {minimum:.0%} of prompt tokens",
            observed=observed, ok=rate >= minimum,
-           hint="prefix caching off (--no-enable-prefix-caching), a cache too small for the sessions (evictions), or "
-                "a template that changes earlier turns; each turn re-sends the previous prompt",
+           hint=f"{adapter_class(inventory.endpoint(perf_gate.endpoint)).prefix_cache_hint}, a cache too small for "
+                "the sessions (evictions), or a template that changes earlier turns; each turn re-sends the previous "
+                "prompt",
            evidence=f"reusable share {agentic_load.run.reusable_share:.1%}; {agentic_load.run.describe_by_context()}; "
                     f"{agentic_load.report}")
 

@@ -3,7 +3,9 @@ with the engine log's tail when it did not (its other checks are then could-not-
 
 import pytest
 
-pytestmark = [pytest.mark.serving, pytest.mark.smoke]
+# the first check of an endpoint: every other one waits on it (NotReady), so it waits on none of theirs, only on
+# its host's readiness
+pytestmark = [pytest.mark.serving, pytest.mark.smoke, pytest.mark.depends_on()]
 
 
 def test_endpoint_ready_within_wait(endpoint, readiness, expect):
@@ -14,4 +16,4 @@ def test_endpoint_ready_within_wait(endpoint, readiness, expect):
            else f"not ready after {outcome.deadline_s:g} s: {outcome.last_reason}",
            ok=outcome.ready, hint="the engine is still loading, crash-looping or hung: read the log tail below; "
                                   "raise wait_ready_s if a cold start legitimately takes longer",
-           evidence=outcome.verdict())
+           evidence=outcome.verdict(), depends_on=(f"hosts.ready@{endpoint.host}",) if endpoint.host else ())

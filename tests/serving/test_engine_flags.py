@@ -12,6 +12,16 @@ SPEC_HINTS = {
     "num_draft_tokens": "--speculative-num-draft-tokens (= steps + 1 when topk is 1)",
 }
 
+# One wrong flag is one root cause: every setting follows the algorithm, and the draft-token count follows the steps
+# and top-k (steps + 1 when topk is 1), so `--speculative-num-steps 5` is num_steps' fault, not also num_draft_tokens'.
+SPEC_DEPENDS_ON = {
+    "algorithm": (),
+    "num_steps": ("serving.speculative.algorithm",),
+    "eagle_topk": ("serving.speculative.algorithm",),
+    "num_draft_tokens": ("serving.speculative.algorithm", "serving.speculative.num_steps",
+                         "serving.speculative.eagle_topk"),
+}
+
 
 def test_attention_backend_matches(endpoint, engine, expect, declared):
     expected = declared(endpoint.expect.attention_backend, "expect.attention_backend")
@@ -29,7 +39,8 @@ def test_speculative_setting_matches(endpoint, engine, expect, declared, setting
     fact = facts.get(setting)
     observed = fact.value if fact else f"not reported (engine reports {sorted(facts)})"
     expect(endpoint.name, f"serving.speculative.{setting}", expected=expected, observed=observed,
-           hint=SPEC_HINTS[setting], evidence=f"{fact.source}: {fact.quote}" if fact else "")
+           hint=SPEC_HINTS[setting], evidence=f"{fact.source}: {fact.quote}" if fact else "",
+           depends_on=SPEC_DEPENDS_ON[setting])
 
 
 def test_tensor_parallel_size_matches(endpoint, engine, expect, declared):

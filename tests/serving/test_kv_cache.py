@@ -27,4 +27,5 @@ def test_no_fp8_kv_cache_evidence(endpoint, engine, expect, declared):
     expected = declared(endpoint.expect.kv_cache_dtype, "expect.kv_cache_dtype")
     quotes = engine.kv_fp8_quotes()
     expect(endpoint.name, "serving.kv_cache.dtype.no_fp8", expected="no FP8/FP4 KV evidence",
-           observed=quotes or "none", ok=not quotes or is_quantized_kv(expected), hint=FIX, evidence=" | ".join(quotes))
+           observed=quotes or "none", ok=not quotes or is_quantized_kv(expected), hint=FIX, evidence=" | ".join(quotes),
+           depends_on=("serving.kv_cache.dtype",))  # FP8 KV fails both: one fault, the dtype check its root

@@ -18,7 +18,7 @@ def test_tool_choice_auto_is_accepted(endpoint, engine, expect, declared):
     probe = engine.auto_tool_choice_probe()
     expect(endpoint.name, "serving.tool_choice.auto", expected=200, observed=probe.value,
            hint=f"the engine refuses tool calls: start it with --enable-auto-tool-choice --tool-call-parser {parser}",
-           evidence=probe.quote)
+           evidence=probe.quote, depends_on=("serving.tool_call_parser",))  # a wrong parser fails this probe too
 
 
 def test_reasoning_parser_configured(endpoint, engine, expect, declared):

@@ -19,9 +19,12 @@ SECRET_ENV_NAME_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)"
 SECRET_SHAPE_RES = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?(?:basic|digest|token)?\s*)[^\s'\",}\]]{4,}"),
-    # (but not a position the text names after such a word: bash's `/opt/x/refresh-token: line 542: ...`)
-    re.compile(r"(?i)((?:api[_-]?key|token|password|passwd|secret)\s*[=:]\s*['\"]?)"
-               r"(?!(?:line|column|col|char|row|offset|position)\s+\d)[^\s'\",}]{4,}"),
+    # (but not a position the text names after such a word: bash's `/opt/x/refresh-token: line 542: ...`; nor a word
+    # that only ends in one: SGLang's process title `sglang::detoken: allowed as ...`; a camelCase name, `authToken:`,
+    # still is one)
+    re.compile(r"((?:(?<![A-Za-z0-9])(?i:api[_-]?key|token|password|passwd|secret)"
+               r"|(?<=[a-z0-9])(?:Api[_-]?[Kk]ey|API[_-]?KEY|Token|TOKEN|Password|PASSWORD|Passwd|Secret|SECRET))"
+               r"\s*[=:]\s*['\"]?)(?!(?i:line|column|col|char|row|offset|position)\s+\d)[^\s'\",}]{4,}"),
     # vLLM's non-default args: 'api_key': ['sk-...'] (a list), and a dict repr 'api_key': 'sk-...'
     re.compile(r"(?i)(['\"](?:api[_-]?key|token|password|secret)['\"]\s*:\s*\[?\s*['\"])[^'\"]{4,}"),
     # a command line: --api-key X, --api-key=X, --hf-token X, --password X

@@ -137,9 +137,13 @@ class EndpointError(LlmvalError):
     """An HTTP endpoint did not answer usefully. Translated from a foreign error (`llmval.io.http.httpx_errors`):
     `kind` is its class name (`ReadTimeout`) and `detail` its own words; both empty otherwise."""
 
-    def __init__(self, message: str, *, kind: str = "", detail: str = ""):
+    status: int = 0
+    """The HTTP status of an answer that was an error (500), 0 when no answer came: an engine that answers a plain
+    request with a server error broke the contract, where one that does not answer could not be checked."""
+
+    def __init__(self, message: str, *, kind: str = "", detail: str = "", status: int = 0):
         super().__init__(message)
-        self.kind, self.detail = kind, detail
+        self.kind, self.detail, self.status = kind, detail, status
 
 
 class EndpointUnreachable(EndpointError):

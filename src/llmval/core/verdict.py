@@ -9,7 +9,9 @@ makes one too. The same model is written to results.json (`llmval.report.results
             hint="nvidia-smi -L", cause=Cause.BROKEN, depends_on=("hosts.reachable",))
 
 `depends_on` names checks that must hold for this one to mean anything (the model served, the endpoint
-healthy, the host reachable): the status document puts each root failure first and its dependents under it.
+healthy, the host reachable): the status document puts each root failure first and its dependents under it. The
+checks' dependencies are a DAG (`llmval.core.dependencies.CHECKS`): an edge that would close a cycle is left out
+of the verdict, so every failing run has a root cause.
 `paths` are the files the check's host facts read (the typed path arguments of their declared commands), which
 the status document lists under "Relevant files"; `cause` and `error` say how the reports classify it. The
 reports read these fields, never the message text.
@@ -26,6 +28,7 @@ import enum
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import redact, shorten, visible
+from .dependencies import CHECKS
 
 
 class Cause(enum.StrEnum):
@@ -131,14 +134,15 @@ def make_verdict(target: object, check: str, *, expected: object, observed: obje
     return Verdict(target=str(target), check=check, expected=shorten(plain(expected)),
                    observed=shorten(plain(observed)), hint=redact(hint),
                    evidence=shorten(evidence, 800) if evidence else "",
-                   cause=Cause.HELD if held else Cause.BROKEN, depends_on=tuple(depends_on), paths=tuple(paths))
+                   cause=Cause.HELD if held else Cause.BROKEN, depends_on=CHECKS.declare(check, depends_on),
+                   paths=tuple(paths))
 
 
 def could_not_check(target: str, check: str, error: BaseException, *, depends_on: tuple[str, ...] = (),
                     paths: tuple[PathRead, ...] = ()) -> Verdict:
     """The verdict of a check the suite could not make; the error's own `depends_on` joins the declared ones."""
     extra = tuple(getattr(error, "depends_on", ()) or ())
-    deps = tuple(dict.fromkeys((*depends_on, *extra)))
+    deps = CHECKS.declare(check, (*depends_on, *extra))
     reason = str(getattr(error, "reason", "") or "")
     return Verdict(target=target, check=check, observed=shorten(str(error), 1000),
                    hint=redact(str(getattr(error, "hint", "") or "")), cause=Cause.COULD_NOT_CHECK,

@@ -38,7 +38,7 @@ from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
 from ..io.sse import data_events, not_event_stream
 from .identity import ModelEvidence
-from .logs import first_death_statement, last_error_statements, normalize_dtype, placement_group_stall
+from .logs import TORCH_DEATH_LINES, death_evidence, last_error_statements, normalize_dtype, placement_group_stall
 from .metrics import Metrics, parse_metrics
 from .ranges import ImpossibleMetric, accept_length_ceiling, out_of_range, outside_ranges
 from .stream import StreamedChat, join_chat_stream
@@ -435,7 +435,7 @@ class EngineAdapter:
                               "temperature": 0, **extra})
         if response.status_code != 200:
             raise EndpointError(f"[{self.spec.name}] POST /v1/chat/completions: HTTP {response.status_code}: "
-                                f"{excerpt(response.text)}")
+                                f"{excerpt(response.text)}", status=response.status_code)
         what = f"[{self.spec.name}] POST /v1/chat/completions"
         return checked(ChatCompletion, parse_json(response.text, what), what)
 
@@ -568,24 +568,34 @@ class EngineAdapter:
         assert self._read_log_errors is not None
         return self._read_log_errors()
 
+    prefix_cache_hint: ClassVar[str] = "prefix caching off in the engine's launch flags"
+    """How this engine's prefix cache is turned off, for a hint: each engine spells it its own way."""
+    death_lines: ClassVar[tuple[str, ...]] = TORCH_DEATH_LINES
+    """The lines in which this engine says it died (`llmval.engines.logs`: SGLang's `crashed with exit code`, vLLM's
+    `EngineDeadError`, torch's `CUDA error: out of memory`): the death `last_words` quotes, with its time."""
+
     def last_words(self) -> str:
-        """`last_log_errors` quoted for a verdict's evidence, or why there are none; the first line that says what
-        died (a Ray worker, the engine core) first, when the last ones do not hold it."""
+        """The engine's end in its own words for a verdict's evidence, or why there are none: from its current start
+        only, the line that says what died (this adapter's `death_lines`) with its time, and the error statements
+        written close to it (`llmval.engines.logs.death_evidence`: never a startup line, nor one minutes older)."""
         try:
-            lines = self.last_log_errors()
-            death = first_death_statement(self._log_errors_text)
+            self.last_log_errors()  # NotExposed when no log is declared
+            found = death_evidence(self._log_errors_text, self.death_lines)
         except ReplayMiss:
             return "the engine log's last error lines: not in this recording (made before the suite read them)"
         except LlmvalError as error:
             return f"the engine log's last error lines not read: {str(error).splitlines()[0]}"
         stall = self._placement_stall()
         cause = (f"it waits for GPUs Ray does not give (its placement group): {stall!r}; " if stall else "")
-        if not lines:
+        if not found.last:
             return cause + (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process "
                             "killed with SIGKILL writes none)")
-        first = cause + (f"what died: {death!r}; " if death and death not in lines else "")
-        before = f"; before it: {' | '.join(repr(x) for x in lines[:-1])}" if len(lines) > 1 else ""
-        return f"{first}the engine log's last error: {lines[-1]!r}{before} (from {self.spec.logs})"
+        at = f"at {found.at}" if found.at else "at a time the log does not say"
+        if found.death:
+            near = f"; with it: {' | '.join(repr(x) for x in found.near)}" if found.near else ""
+            return f"{cause}what died, {at}: {found.death!r}{near} (from {self.spec.logs})"
+        near = f"; before it: {' | '.join(repr(x) for x in found.near)}" if found.near else ""
+        return f"{cause}the engine log's last error, {at}: {found.last!r}{near} (from {self.spec.logs})"
 
     def _placement_stall(self) -> str:
         """vLLM-under-Ray's placement-group line that says why it never came up (`placement_group_stall`), or ""

@@ -16,7 +16,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from ..parsers.envelope import unwrap_log
+from ..parsers.envelope import ANSI_RE, unwrap_log
 
 # ---- vLLM ---------------------------------------------------------------------------------------
 VLLM_ENGINE_CONFIG_RE = re.compile(r"Initializing a V1 LLM engine \(v(?P<version>[^)]+)\) with config: (?P<config>.*)$",
@@ -495,6 +495,9 @@ def last_error_statements(text: str, limit: int = 3) -> list[str]:
     """
     found: dict[str, str] = {}
     for line in unwrap_log(text).quotable.splitlines():
+        if START_MARKER_RE.search(line):  # a start is never a failure (SGLang's holds `custom_sigquit_handler`)
+            found.clear()
+            continue
         statement = LOG_RECORD_PREFIX_RE.sub("", line, count=1)
         if not statement.strip() or TRACEBACK_NOISE_RE.match(statement):
             continue
@@ -503,9 +506,135 @@ def last_error_statements(text: str, limit: int = 3) -> list[str]:
     return list(found.values())[-limit:]
 
 
-DEATH_RE = re.compile(r"died unexpectedly|ActorDiedError|RayActorError|OutOfMemoryError|CUDA out of memory")
-"""The engine saying why it died, before its tracebacks: `RayWorkerProc rank=[0] died unexpectedly, shutting down
-executor.` (vLLM's Ray executor, seen on the lent H200), `Engine core proc EngineCore_DP0 died unexpectedly`."""
+# ---- an engine's death: each adapter's `death_lines` names its own and torch's ------------------------------------
+# Each is a plain extended regex that grep -E (the host-side read, `logsource.ERROR_LINES`) and Python read alike.
+TORCH_DEATH_LINES = ("CUDA error: out of memory", "CUDA out of memory", "OutOfMemoryError", "CUDA error: ")
+"""torch's: `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ...`, `RuntimeError: CUDA error: out of
+memory` (and any other `CUDA error: ...`, an illegal memory access or an ECC error)."""
+VLLM_DEATH_LINES = ("EngineDeadError", "engine core exited unexpectedly", "died unexpectedly", "ActorDiedError",
+                    "RayActorError")
+"""vLLM's: `vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue`, `[shutdown] MPClient: engine
+core exited unexpectedly; starting cleanup` (a WARNING: the engine core died by a signal, no traceback), `Engine core
+proc EngineCore_DP0 died unexpectedly`, `RayWorkerProc rank=[0] died unexpectedly` (its Ray executor, seen on the lent
+H200), Ray's own actor errors."""
+SGLANG_DEATH_LINES = ("crashed with exit code", "SIGQUIT received", "Received sigquit from a child",
+                      "[Ww]atchdog timeout [(]self[.]watchdog_timeout=")
+"""SGLang's (its logger writes no level name): `Subprocess scheduler_0 (pid=3519) crashed with exit code -15.
+Triggering SIGQUIT for cleanup...` then `SIGQUIT received. signum=None, frame=None. It usually means one child
+failed.` (REAL: the lent H200, SGLang 0.5.17), `Received sigquit from a child process. It usually means the child
+failed.` (during launch), `Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)` (a hung
+scheduler, killed by its watchdog)."""
+DEATH_LINES = (*TORCH_DEATH_LINES, *VLLM_DEATH_LINES, *SGLANG_DEATH_LINES)
+"""Every engine's death lines: what the host-side error read keeps (`logsource.ERROR_LINES`)."""
+DEATH_RE = re.compile("|".join(DEATH_LINES))
+START_MARKER_RE = re.compile(r"non-default args: \{|server_args=ServerArgs\(|Initializing a V1 LLM engine")
+"""Where an engine start begins. Never error evidence: SGLang's `server_args=ServerArgs(...)` holds
+`custom_sigquit_handler=None`, which an error read for `sigquit` took for a death (issue 44.3)."""
+LOG_TIME_RE = re.compile(r"^(?:\([\w.]+ pid=\d+\) )*(?:\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)"
+                         r"|[A-Z]+ (?P<md>\d\d-\d\d) (?P<vtime>\d\d:\d\d:\d\d))")
+"""A log record's time: SGLang's `[2026-12-02 00:29:37]`, vLLM's `(APIServer pid=9) ERROR 12-01 13:40:02`."""
+NOT_AN_ERROR_RE = re.compile(r"^(?:\([\w.]+ pid=\d+\) )*(?:DEBUG|INFO|WARNING|WARN) \d\d-\d\d ")
+"""A record whose own level says it is no error (vLLM's startup `WARNING ... Found ulimit of 20000 and failed to
+automatically increase`, which the error read keeps for its `OSError:`): quoted only when it is a death line."""
+NEAR_S = 60.0
+"""How long before a death an error may have been written to be quoted with it: a /tokenize traceback 80 s older
+than the death, or a startup WARNING 5 minutes older, says nothing of why it died (issue 43.5)."""
+
+
+def log_time(line: str) -> tuple[str, float | None]:
+    """(the time a log record says it was written, as written; seconds to compare within one log), or ("", None).
+
+    >>> log_time("[2026-12-02 00:29:37] SIGQUIT received.")[0]
+    '2026-12-02 00:29:37'
+    >>> log_time("(APIServer pid=9) ERROR 12-01 13:40:02 [x.py:1] boom")[0]
+    '12-01 13:40:02'
+    """
+    import calendar
+    import time
+
+    found = LOG_TIME_RE.match(ANSI_RE.sub("", line))
+    if found is None:
+        return "", None
+    if found["date"]:
+        shown, parsed = f"{found['date']} {found['time']}", time.strptime(f"{found['date']} {found['time']}",
+                                                                          "%Y-%m-%d %H:%M:%S")
+    else:  # vLLM writes no year: any one year orders the records of one log
+        shown = f"{found['md']} {found['vtime']}"
+        try:
+            parsed = time.strptime(f"2000-{shown}", "%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return shown, None
+    return shown, float(calendar.timegm(parsed))
+
+
+@dataclass(frozen=True)
+class DeathEvidence:
+    """What an engine's log says of its end, from its current start only: the line that says it died (the first of
+    the last run of death lines) with its time, and the error statements written close to it."""
+
+    death: str = ""
+    """The line that says what died, as written ("" when no line of `death_lines` is there)."""
+    at: str = ""
+    """Its time as the log writes it (of the last error statement when no line says what died)."""
+    last: str = ""
+    """The last error statement (traceback frames dropped)."""
+    near: tuple[str, ...] = ()
+    """Other error statements written within NEAR_S of the death (or of the last statement), oldest first."""
+
+
+def death_evidence(text: str, death_lines: tuple[str, ...] = DEATH_LINES, *, limit: int = 3,
+                   near_s: float = NEAR_S) -> DeathEvidence:
+    """The end of an engine in its own words, from the error lines of its current start (`text`: what the error
+    read selected). Startup lines are never evidence; a statement older than `near_s` before the death (or before
+    the last statement) is not quoted; a line without a time (a traceback's) takes the time of the record before it.
+
+    >>> log = "\\n".join(["[2026-12-02 00:28:00] TypeError: Integer exceeds 64-bit range",
+    ...                  "[2026-12-02 00:29:37] Subprocess scheduler_0 (pid=971) crashed with exit code -9. "
+    ...                  "Triggering SIGQUIT for cleanup...",
+    ...                  "[2026-12-02 00:29:37] SIGQUIT received. signum=None, frame=None. It usually means one child "
+    ...                  "failed."])
+    >>> found = death_evidence(log, SGLANG_DEATH_LINES)
+    >>> found.death[22:80], found.at, [line[22:38] for line in found.near]  # not the TypeError 97 s before
+    ('Subprocess scheduler_0 (pid=971) crashed with exit code -9', '2026-12-02 00:29:37', ['SIGQUIT received'])
+    """
+    death_re = re.compile("|".join(death_lines)) if death_lines else None
+    lines = [line.rstrip() for line in unwrap_log(text).quotable.splitlines()]  # journald, docker, Ray: off
+    starts = [n for n, line in enumerate(lines) if START_MARKER_RE.search(line)]
+    lines = lines[starts[-1] + 1:] if starts else lines
+    records: list[tuple[str, str, str, float | None]] = []  # (line, statement, shown time, seconds)
+    shown, seconds = "", None
+    for line in lines:
+        when, at = log_time(line)
+        if when:
+            shown, seconds = when, at
+        statement = LOG_RECORD_PREFIX_RE.sub("", line, count=1)
+        if statement.strip() and not TRACEBACK_NOISE_RE.match(statement):
+            records.append((line, statement, shown, seconds))
+    if not records:
+        return DeathEvidence()
+    deaths = [n for n, record in enumerate(records) if death_re is not None and death_re.search(record[0])]
+    records_kept = [r for n, r in enumerate(records) if n in deaths or not NOT_AN_ERROR_RE.match(r[0])]
+    if deaths:
+        # the first death line written close to the last one: what died, before the cleanup that followed it
+        first = min(n for n in deaths if _close(records[n][3], records[deaths[-1]][3], near_s))
+        anchor, death = records[first], records[first][0]
+    else:
+        if not records_kept:
+            return DeathEvidence()
+        anchor, death = records_kept[-1], ""
+    records = records_kept
+    latest: dict[str, str] = {}
+    for line, statement, _, when in records:
+        if line != death and line != anchor[0] and _close(when, anchor[3], near_s):
+            latest.pop(statement, None)
+            latest[statement] = line
+    near = tuple(latest.values())[-(limit - 1):] if limit > 1 else ()
+    return DeathEvidence(death=death, at=anchor[2], last=records[-1][0], near=near)
+
+
+def _close(when: float | None, anchor: float | None, near_s: float) -> bool:
+    """Written within `near_s` before `anchor` (or after it); a record of no known time is close."""
+    return when is None or anchor is None or when >= anchor - near_s
 
 
 def first_death_statement(text: str) -> str:
@@ -516,7 +645,7 @@ def first_death_statement(text: str) -> str:
     'RayWorkerProc rank=[0] died unexpectedly, shutting down executor.'
     """
     for line in unwrap_log(text).quotable.splitlines():
-        if DEATH_RE.search(line):
+        if DEATH_RE.search(line) and not START_MARKER_RE.search(line):
             return line.rstrip()
     return ""
 

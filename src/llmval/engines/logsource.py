@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from ..inventory import Inventory
+from .logs import DEATH_LINES
 
 # Every startup line shape engines/logs.py parses; keep in sync with its regexes.
 STARTUP_LINES = (
@@ -30,8 +31,11 @@ MAX_PERIODIC_LINES = 50
 # the exception they end with (`vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue`, `Engine
 # core proc EngineCore_DP0 died unexpectedly`), SGLang's `Scheduler hit an exception` / `Received sigquit from a
 # child process`, Python's own `Traceback` and `...Error:` lines, the kernel's `Killed`.
-ERROR_LINES = ("ERROR|CRITICAL|Traceback|Error:|Exception|exception|died|Killed|killed|sigquit|SIGKILL|SIGSEGV|"
-               "Segmentation fault|core dumped|out of memory")
+# Each engine's death lines (`logs.DEATH_LINES`: SGLang's `crashed with exit code` and `SIGQUIT received`, which its
+# logger writes with no level name; vLLM's `MPClient: engine core exited unexpectedly`, a WARNING) are kept too. Not
+# `sigquit`: it matched `custom_sigquit_handler` in SGLang's startup line (issue 44.3).
+ERROR_LINES = ("ERROR|CRITICAL|Traceback|Error:|Exception|exception|died|Killed|killed|SIGKILL|SIGSEGV|"
+               "Segmentation fault|core dumped|out of memory|" + "|".join(DEATH_LINES))
 MAX_ERROR_LINES = 40
 # Lines in which vLLM under Ray says it cannot get its GPUs (vllm/v1/executor/ray_utils.py): `No current placement
 # group found. Creating a new placement group.`, `Waiting for creating a placement group of specs for 10 seconds.

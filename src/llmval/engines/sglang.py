@@ -15,7 +15,14 @@ from ..core.contract import excerpt
 from ..core.errors import EndpointError, LlmvalError
 from .base import Acceptance, CacheHits, EngineAdapter, Fact, KvEvidence, NotExposed, SampledMetrics
 from .identity import ModelEvidence
-from .logs import SglangLogFacts, is_quantized_kv, normalize_dtype, parse_sglang_log
+from .logs import (
+    SGLANG_DEATH_LINES,
+    TORCH_DEATH_LINES,
+    SglangLogFacts,
+    is_quantized_kv,
+    normalize_dtype,
+    parse_sglang_log,
+)
 from .metrics import Metrics, Sample, delta
 
 # Every SGLang metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
@@ -75,6 +82,8 @@ class SglangAdapter(EngineAdapter):
     default_port = 30000
     has_version = True
     has_health = True
+    death_lines = (*SGLANG_DEATH_LINES, *TORCH_DEATH_LINES)
+    prefix_cache_hint = "the radix (prefix) cache off (--disable-radix-cache: drop it)"
     # load_counters: none declared yet. SGLang's request gauges and generated-token counter are not yet
     # checked against a real scrape under data parallelism, so perf windows count no other traffic here.
     tokenize_form = "prompt"  # 0.5.17 takes `messages` too (TokenizeRequest); older releases a prompt only

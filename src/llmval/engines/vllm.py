@@ -25,7 +25,7 @@ from .base import (
     resolve_auto,
 )
 from .identity import ModelEvidence
-from .logs import Unparsed, VllmLogFacts, is_quantized_kv, parse_vllm_log
+from .logs import TORCH_DEATH_LINES, VLLM_DEATH_LINES, Unparsed, VllmLogFacts, is_quantized_kv, parse_vllm_log
 from .metrics import Metrics, delta
 
 # Every vLLM metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
@@ -59,6 +59,8 @@ class VllmAdapter(EngineAdapter):
     card_root_is_path = True  # OpenAIServingModels: ModelCard(id=<served name>, root=<--model>)
     has_version = True
     has_health = True
+    death_lines = (*VLLM_DEATH_LINES, *TORCH_DEATH_LINES)
+    prefix_cache_hint = "prefix caching off (--no-enable-prefix-caching: drop it, or --enable-prefix-caching)"
     load_counters = LoadCounters(generation_tokens=GENERATION_TOKENS, finished_requests=REQUEST_SUCCESS,
                                  running=REQUESTS_RUNNING, waiting=REQUESTS_WAITING)
     sampled_metrics = SampledMetrics(waiting=REQUESTS_WAITING, running=REQUESTS_RUNNING,

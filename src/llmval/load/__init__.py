@@ -34,7 +34,7 @@ from ._baseline import (
 from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
 from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
-from ._lock import ENGINE_LOCK, engine_lock
+from ._lock import ENGINE_LOCK, engine_lock, lock_holders
 from ._parallel import auto_workers, run_load_parallel
 from ._prompts import Prompt, WordPrompts, build_prompt, build_prompts
 from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep
@@ -96,6 +96,7 @@ __all__ = [
     "compute_metrics",
     "engine_lock",
     "goodput",
+    "lock_holders",
     "machine_scaling",
     "max_concurrency",
     "percentile",

@@ -48,6 +48,9 @@ from ._runner import LoadRun, OtherLoad, Workload, run_load
 IDLE_TIMEOUT_S = 120.0
 IDLE_POLL_S = 1.0
 ATTEMPTS = 2
+MIN_GATE_SCALE = 0.2
+"""The least a machine-relative gate is scaled by: a calibration at 0.041 of the reference (a host busy with other
+work, judged with --perf-allow-busy-host) made a 20 tok/s decode gate 0.81 tok/s, which any engine passes."""
 CALIBRATION_ENGINE_CORES_MAX = 0.3
 """Cores an idle engine may use while the machine is calibrated (more: it is serving someone, and slows the
 calibration it shares the CPUs with)."""
@@ -178,6 +181,8 @@ class PerfSession:
         self._probe = host_probe or (lambda endpoint: HostLoadProbe.for_endpoint(str(endpoint.base_url)))
         self.judge_host_load = judge_host_load
         """False (--perf-allow-busy-host): a busy client host is recorded and said, but the run still counts."""
+        self.judged_busy: list[str] = []
+        """Why each window judged anyway (--perf-allow-busy-host) was busy: every verdict of this session says so."""
         self._calibrate = calibrator
         self._gates: dict[str, Gates] = {}
         self._calibration_hosts: dict[str, HostWindow] = {}
@@ -225,7 +230,7 @@ class PerfSession:
                 f"[{endpoint.name}] [[perf]] {spec.label} states its gates relative to this machine ([perf.machine]) "
                 f"but its engine is not seen here ({probe.engine_note}): a calibration of this host says nothing "
                 "about another one; give the section absolute gates, or run the suite on the engine's host")
-        with engine_lock(self.lock_path, self.lock_timeout_s):
+        with engine_lock(self.lock_path, self.lock_timeout_s, self.say):
             for attempt in range(1, ATTEMPTS + 1):
                 self.say(f"perf {spec.label}: calibrating this machine on CPUs {','.join(map(str, sorted(cpus)))} "
                          f"(gates relative to it, [perf.machine])")
@@ -241,6 +246,13 @@ class PerfSession:
                 raise ClientHostBusy(f"[{endpoint.name}] the machine calibration", host, ATTEMPTS, why=busy)
         self._calibration_hosts[spec.label] = host
         factor = min(1.0, calibration.steps_s / spec.machine.reference_steps_s)
+        if factor < MIN_GATE_SCALE:
+            raise MachineNotCalibrated(
+                f"[{endpoint.name}] [[perf]] {spec.label}: the calibration measured this machine at {factor:.3f} of "
+                f"the reference ({calibration.steps_s:g} against {spec.machine.reference_steps_s:g} steps/s), below "
+                f"the floor {MIN_GATE_SCALE:g}: gates scaled that far (decode >= "
+                f"{(spec.decode_tok_s_c1_min or 0) * factor:.3g} tok/s) would judge the host's contention, not the "
+                "engine; calibrate on a quiet host (without --perf-allow-busy-host), or give absolute gates")
         gates = Gates(declared=spec, spec=scale_gates(spec, factor), factor=factor, calibration=calibration)
         folder = self.reports_dir / "perf"
         folder.mkdir(parents=True, exist_ok=True)
@@ -285,7 +297,7 @@ class PerfSession:
         endpoint = self.inventory.endpoint(spec.endpoint)
         slo = Slo(ttft_ms=spec.goodput_ttft_ms, tpot_ms=spec.goodput_tpot_ms)
         points = []
-        with engine_lock(self.lock_path, self.lock_timeout_s):
+        with engine_lock(self.lock_path, self.lock_timeout_s, self.say):
             for rate in spec.request_rates:
                 workload = replace(self.workload(spec, endpoint, spec.rate_max_concurrency or spec.rate_requests),
                                    num_requests=spec.rate_requests, request_rate=rate,
@@ -345,7 +357,7 @@ class PerfSession:
         endpoint = self.inventory.endpoint(spec.endpoint)
         workload = self.workload(spec, endpoint, concurrency)
         self.say(f"perf {spec.label}: measuring C={concurrency} ({workload.key()}) under {self.lock_path}")
-        with engine_lock(self.lock_path, self.lock_timeout_s):
+        with engine_lock(self.lock_path, self.lock_timeout_s, self.say):
             for attempt in range(1, ATTEMPTS + 1):
                 progress = functools.partial(self._progress, f"perf {spec.label}: C={concurrency} attempt "
                                                              f"{attempt}/{ATTEMPTS}")
@@ -388,7 +400,7 @@ class PerfSession:
         profile = profile_for(spec, endpoint)
         slo = Slo(ttft_ms=spec.goodput_ttft_ms, tpot_ms=spec.goodput_tpot_ms)
         self.say(f"perf {spec.label}: agentic load ({profile.key()}) under {self.lock_path}")
-        with engine_lock(self.lock_path, self.lock_timeout_s):
+        with engine_lock(self.lock_path, self.lock_timeout_s, self.say):
             for attempt in range(1, ATTEMPTS + 1):
                 run, host = asyncio.run(self._run_agentic(spec, endpoint, profile))
                 if not self._is_busy(host):
@@ -427,6 +439,7 @@ class PerfSession:
         """A busy window invalidates the run unless the session was told to judge anyway (and then says so)."""
         if host.is_busy and not self.judge_host_load:
             self.say(f"perf: client host busy ({host.busy_reason}); judged anyway (--perf-allow-busy-host)")
+            self.judged_busy.append(str(host.busy_reason))
             return False
         return host.is_busy
 

@@ -23,7 +23,15 @@ from .diff import Change, diff_runs, flatten, inventory_changes
 from .files import ReportsNotWritable
 from .html import render_html, status_fragment
 from .prometheus import TextfileNotWritable
-from .status import StatusDocument, build_status, by_test, evidence_paths, render_markdown
+from .status import (
+    StatusDocument,
+    build_status,
+    by_test,
+    evidence_paths,
+    render_markdown,
+    root_cause_records,
+    root_causes,
+)
 from .trend import TrendRefused
 
 __all__ = [
@@ -46,6 +54,8 @@ __all__ = [
     "reference_problems",
     "render_html",
     "render_markdown",
+    "root_cause_records",
+    "root_causes",
     "status_fragment",
     "xfail_reason",
 ]

@@ -82,6 +82,24 @@ class TestResult(BaseModel):
         return any(b.state == "lifted" for b in self.blockers)
 
 
+class RootCause(BaseModel):
+    """One root cause of a run that is not GREEN (llmval.report.status.root_causes): the check, what was expected
+    and seen, the fix, and the tests it explains (its dependents and the other checks of its shared cause)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    check: str
+    target: str
+    cause: Cause
+    test: str
+    expected: str = ""
+    observed: str = ""
+    hint: str = ""
+    evidence: str = ""
+    error: str = ""
+    explains: list[str] = Field(default_factory=list)
+
+
 class RunResults(BaseModel):
     """A whole results document (reports/results.json), typed."""
 
@@ -107,6 +125,12 @@ class RunResults(BaseModel):
     inventory_snapshot: dict[str, Any] | None = None
     not_judged: list[str] | None = None
     """In a full run: declared inventory facts no verdict judged (llmval.report.judged); None when not computed."""
+    problems: list[str] = Field(default_factory=list)
+    """What went wrong outside any test (a test module that did not collect, a recording or report that could not
+    be written, an interruption): the root cause of a run that is not GREEN though no test failed."""
+    root_causes: list[RootCause] | None = None
+    """What broke first, in the order to fix it (never empty in a run that is not GREEN); None in documents written
+    before it was kept."""
 
     @property
     def run_scope(self) -> RunScope:
@@ -173,7 +197,8 @@ def parse_results(document: dict | RunResults) -> RunResults:
 
 def run_results(*, inventory_path: str, deployment: str, started: dt.datetime, duration_s: float, mode: str,
                 markexpr: str, exitstatus: int, results: list[TestResult], inventory_snapshot: dict | None = None,
-                not_judged: list[str] | None = None, scope: str = "", selection: str = "") -> RunResults:
+                not_judged: list[str] | None = None, scope: str = "", selection: str = "",
+                problems: list[str] = ()) -> RunResults:
     """The typed results of a run: what status.md, report.html, junit and results.json are all made from."""
     counts: dict[str, int] = {}
     causes: dict[str, int] = {}
@@ -186,7 +211,7 @@ def run_results(*, inventory_path: str, deployment: str, started: dt.datetime, d
                       started=started.isoformat(timespec="seconds"), duration_s=duration_s, mode=mode,
                       markexpr=markexpr, scope=scope, selection=selection, exitstatus=exitstatus, counts=counts,
                       causes=causes, tests=sorted(results, key=lambda r: r.nodeid),
-                      inventory_snapshot=inventory_snapshot, not_judged=not_judged)
+                      inventory_snapshot=inventory_snapshot, not_judged=not_judged, problems=list(problems))
 
 
 def document_of(results: RunResults) -> dict:
@@ -195,9 +220,11 @@ def document_of(results: RunResults) -> dict:
     for key in ("scope", "selection"):
         if not document.get(key):
             document.pop(key, None)
-    for key in ("inventory_snapshot", "not_judged"):
+    for key in ("inventory_snapshot", "not_judged", "root_causes"):
         if document.get(key) is None:
             document.pop(key, None)
+    if not document.get("problems"):
+        document.pop("problems", None)
     return document
 
 

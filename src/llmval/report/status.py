@@ -25,7 +25,7 @@ from .blockers import HOLDS, LIFTED
 from .diff import Change, diff_runs
 from .escape import md_code, md_text
 from .exitcodes import ExitCode
-from .results import BlockerRecord, RunResults, TestResult, parse_results
+from .results import BlockerRecord, RootCause, RunResults, TestResult, parse_results
 
 # States an item can carry; renderers turn them into badges.
 OK, FAIL, ERROR, XFAIL, LIFT, UNCHECKED, DECLARED, INFO = (
@@ -135,13 +135,13 @@ def _header(results: RunResults, warnings: list[str], notes: list[str]) -> tuple
             exit_word = f"exit {ExitCode(results.exitstatus).describe()}"
         except ValueError:
             exit_word = f"exit {results.exitstatus}"
-    summary = [
-        f"Run {results.started or '?'} · {scope} · mode {results.mode or '?'} · "
-        f"{results.duration_s:.1f} s · inventory {md_code(results.inventory or '?')}",
+    summary = [  # the verdict first: CI pastes this document into a job summary, and people read its top
         f"Verdict: **{verdict}** ({f'{scope}; ' if run_scope.is_partial else ''}{tally})"
         + (f" — {exit_word}" if exit_word else "")
         + (" — a part of the contract, not the deployment's status (that is `../status.md`)."
            if run_scope.is_partial else "."),
+        f"Run {results.started or '?'} · {scope} · mode {results.mode or '?'} · "
+        f"{results.duration_s:.1f} s · inventory {md_code(results.inventory or '?')}",
     ]
     summary += [esc(n) for n in notes]
     summary += [f"**Warning:** {declared(w)}" for w in warnings]
@@ -232,12 +232,16 @@ def _unjudged_verdict(test: TestResult) -> Verdict:
 
 
 def root_causes(results: RunResults) -> list[Failure]:
-    """Each root failure (no failing check it depends on), with the failures that depend on it under it.
+    """Each root failure (no failing check it depends on), with the failures that depend on it under it; never
+    empty for a run that is not GREEN (`run_cause`: what made it RED when no test failed).
 
     A failure depends on another when its verdict's `depends_on` names that check, failing on the same
     target (or on a target its own name starts with), or names `check@target` (an endpoint's check on its
-    host's: `hosts.gpu.zombie_workers@h200`); chains lead to their first failure. Could-not-check
-    roots of one shared cause (`Verdict.shared_cause`) are one root failure, the others in its `also`.
+    host's: `hosts.gpu.zombie_workers@h200`); chains lead to their first failure. Dependencies are a DAG when the
+    verdicts are made (`llmval.core.dependencies`); a document written before that (or edited) may still hold a
+    cycle: its first failure in test order is then the root of the others, so no failure is left without one.
+    Could-not-check roots of one shared cause (`Verdict.shared_cause`) are one root failure, the others in its
+    `also`.
     """
     failures = []
     for test in results.tests:
@@ -250,6 +254,7 @@ def root_causes(results: RunResults) -> list[Failure]:
     by_check: dict[str, list[Failure]] = defaultdict(list)
     for failure in failures:
         by_check[failure.verdict.check].append(failure)
+    order = {id(f): n for n, f in enumerate(failures)}
 
     def parent(failure: Failure) -> Failure | None:
         for dependency in failure.verdict.depends_on:
@@ -264,9 +269,12 @@ def root_causes(results: RunResults) -> list[Failure]:
 
     roots: list[Failure] = []
     for failure in failures:
-        seen, node = {id(failure)}, failure
-        while (up := parent(node)) is not None and id(up) not in seen:
-            seen.add(id(up))
+        chain, node = [failure], failure
+        while (up := parent(node)) is not None:
+            if any(up is seen for seen in chain):  # a cycle: its first failure in test order is its root
+                node = min(chain[next(n for n, seen in enumerate(chain) if seen is up):], key=lambda f: order[id(f)])
+                break
+            chain.append(up)
             node = up
         if node is failure:
             roots.append(failure)
@@ -283,12 +291,75 @@ def root_causes(results: RunResults) -> list[Failure]:
         if key:
             shared[key] = root
         grouped.append(root)
-    return sorted(grouped, key=lambda f: (f.state != FAIL, -len(f.members) - len(f.dependents)))
+    grouped.sort(key=lambda f: (f.state != FAIL, -len(f.members) - len(f.dependents)))
+    if (not grouped or results.problems) and (cause := run_cause(results)) is not None:
+        grouped.append(cause)  # a module that did not collect is a cause of its own, whatever else failed
+    return grouped
+
+
+RUN_NODEID = "(the run)"
+"""The test id of a root cause outside any test (`run_cause`)."""
+
+
+def run_cause(results: RunResults) -> Failure | None:
+    """What made a run not GREEN when no test failed or could not check, as one root cause: a known blocker that
+    no longer holds, a run that judged nothing, declared facts no check judged, an interrupted or broken run, a
+    recording or report that could not be written (`RunResults.problems`). None for a GREEN run."""
+    if results.exitstatus == ExitCode.GREEN:
+        return None
+    try:
+        code = ExitCode(results.exitstatus)
+    except ValueError:
+        code = None
+    problems = "; ".join(results.problems)
+    lifted = [t for t in results.tests if t.is_lifted]
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(results.counts.items())) or "no test ran"
+    cause, check, expected, observed, hint = Cause.COULD_NOT_CHECK, "run.exit", "exit 0 (GREEN)", "", ""
+    if problems:
+        observed, hint = problems, "the suite's own error, not the deployment's: fix what it names and run again"
+    elif code == ExitCode.CONTRACT_BROKEN and lifted:
+        cause, check = Cause.BROKEN, "run.blocker_lifted"
+        observed = "known blocker(s) no longer hold: " + ", ".join(
+            f"{b.id} ({b.check} on {b.target} now passes)" for t in lifted for b in t.blockers if b.state == LIFTED)
+        hint = "revisit the decision the blocker names, then remove the blocker from the inventory"
+    elif code == ExitCode.NOTHING_CHECKED:
+        check = "run.nothing_checked"
+        reasons = sorted({_first_line(t.skip_reason)[:160] for t in results.tests if t.outcome == "skipped"})
+        observed = f"no check judged anything ({counts})" + (f"; skipped because: {'; '.join(reasons[:3])}"
+                                                              if reasons else "")
+        hint = ("the -m/-k selection or the inventory selects no check: run `pytest -m smoke` with the inventory "
+                "that declares the hosts and endpoints")
+    elif code == ExitCode.NOT_JUDGED:
+        check = "run.not_judged"
+        facts = results.not_judged or []
+        observed = f"{len(facts)} declared fact(s) no check judged: {', '.join(facts[:8])}" + (
+            f", … (+{len(facts) - 8})" if len(facts) > 8 else "")
+        hint = "add a check that judges each, or remove it from the inventory"
+    elif code == ExitCode.INTERRUPTED:
+        check = "run.interrupted"
+        observed = f"the run was interrupted (Ctrl-C, SIGTERM) or a test module failed to collect ({counts})"
+        hint = "read the collection errors or the interruption in pytest's output, then run again"
+    else:
+        check = "run.exit"
+        observed = f"exit {code.describe() if code is not None else results.exitstatus} ({counts})"
+        hint = "read pytest's output: the error it printed is the cause"
+    test = TestResult(nodeid=RUN_NODEID, outcome="failed" if cause == Cause.BROKEN else "error")
+    return Failure(test, Verdict(target=results.deployment or "the run", check=check, expected=expected,
+                                 observed=observed, hint=hint, cause=cause,
+                                 error="" if cause == Cause.BROKEN else (code.name if code else "exit")))
+
+
+def root_cause_records(roots: list[Failure]) -> list[RootCause]:
+    """The root causes as results.json keeps them: each with its fix and the tests it explains."""
+    return [RootCause(check=r.verdict.check, target=r.verdict.target, cause=r.verdict.cause,
+                      test=r.test.nodeid, expected=r.verdict.expected, observed=r.verdict.observed,
+                      hint=r.verdict.hint, evidence=r.verdict.evidence, error=r.verdict.error,
+                      explains=[f.test.nodeid for f in (*r.also, *r.dependents)]) for r in roots]
 
 
 def _failing(roots: list[Failure]) -> Section:
     section = Section("Failing", level=3, note="root causes first: broken contract (FAIL) or could not check "
-                                                "(ERROR), with the checks that could not run because of each")
+                                                "(ERROR), with the checks each explains under it")
     for root in roots:
         v = root.verdict
         if root.also:
@@ -300,10 +371,11 @@ def _failing(roots: list[Failure]) -> Section:
             detail.append(f"fix: {esc(v.hint)}")
         if v.evidence:
             detail.append(f"evidence: {esc(_clip(v.evidence))}")
+        if root.also and len(v.shared_cause) > 300:  # the line above cuts it: the whole cause under it
+            detail.insert(0, f"cause: {one_line(v.shared_cause)}")
         item = Item(root.describe(), root.state, detail)
         if root.dependents:
-            n = len(root.dependents)
-            item.detail.append(f"{n} check{'s' if n > 1 else ''} could not run because {md_code(v.check)} failed:")
+            item.detail.append(dependents_label(root) + ":")
             item.children = [Item(f"{_clip(d.describe(), 260)} ({md_code(d.test.nodeid)})", d.state)
                              for d in root.dependents]
         section.items.append(item)
@@ -312,40 +384,78 @@ def _failing(roots: list[Failure]) -> Section:
     return section
 
 
+def dependents_label(root: Failure) -> str:
+    """`3 checks explained by `serving.health` (2 could not run, 1 failed with it)`: the checks folded under a root."""
+    n = len(root.dependents)
+    unrun = sum(1 for d in root.dependents if d.verdict.cause == Cause.COULD_NOT_CHECK)
+    if unrun == n:
+        return f"{n} check{'s' if n > 1 else ''} could not run because {md_code(root.verdict.check)} failed"
+    parts = [f"{unrun} could not run" if unrun else "", f"{n - unrun} failed with it" if n - unrun else ""]
+    return (f"{n} check{'s' if n > 1 else ''} explained by {md_code(root.verdict.check)} failing "
+            f"({', '.join(p for p in parts if p)})")
+
+
+def one_line(text: str) -> str:
+    """Text of several lines (a launch error, a log excerpt) as one Markdown list item: each line kept, joined."""
+    return " ↵ ".join(esc(line.strip()) for line in text.splitlines() if line.strip())
+
+
+def cause_lines(root: Failure) -> list[str]:
+    """A root cause whole, as the reports print it: expected, observed, the fix, the evidence, the test (no cut of
+    its own words: the verdict's fields were shortened once, when it was made)."""
+    v = root.verdict
+    lines = [f"expected: {one_line(v.expected)}"] if v.expected else []
+    lines.append(f"cause: {one_line(v.shared_cause)}" if root.also else f"observed: {one_line(v.observed)}")
+    lines += [f"fix: {one_line(v.hint)}"] if v.hint else []
+    lines += [f"evidence: {one_line(v.evidence)}"] if v.evidence else []
+    if not root.also:
+        lines.append(f"test: {md_code(root.test.nodeid)}")
+    return lines
+
+
+def _explained(failure: Failure) -> str:
+    """One short line for a check a root cause explains (its whole text is under Failing)."""
+    v = failure.verdict
+    how = (f"could not check ({esc(v.error or 'error')})" if v.cause == Cause.COULD_NOT_CHECK else
+           f"broken: observed {esc(_clip(v.observed, 120))}")
+    return f"{md_code(v.check)} on {esc(v.target or '?')} — {how}"
+
+
 def _what_broke(results: RunResults, roots: list[Failure], blocked: Section, not_judged: Section | None,
                 verdict: str) -> Section:
-    """The root causes (their cells and dependents folded), lifted blockers and unjudged facts: what made the
-    run RED, in the order to fix it; for a GREEN run one line saying so."""
-    section = Section("What broke", note="root causes first; the checks under each are folded")
+    """The root causes, each whole with its fix and test (their cells and dependents folded), lifted blockers and
+    unjudged facts: what made the run RED, in the order to fix it; for a GREEN run one line saying so."""
+    section = Section("What broke", note="root causes first, each with its fix; the checks each explains are folded "
+                                         "under it")
     for root in roots:
         v = root.verdict
-        item = Item(root.describe(), root.state, [f"fix: {esc(v.hint)}"] if v.hint else [])
+        if root.also:
+            text = f"could not check {len(root.members)} checks ({esc(root.errors)}), one cause"
+        elif v.cause == Cause.COULD_NOT_CHECK:
+            text = f"{md_code(v.check)} on {esc(v.target or '?')} — could not check ({esc(v.error or 'error')})"
+        else:
+            text = f"{md_code(v.check)} on {esc(v.target)} — broken"
+        item = Item(text, root.state, cause_lines(root))
         if root.also:
             item.folds.append((f"the {len(root.members)} checks it stopped", [
                 f"{md_code(test)} ×{len(params)}" + (": " + ", ".join(map(md_code, params)) if params else "")
                 for test, params in by_test(root.members)]))
-        else:
-            item.detail.append(f"test: {md_code(root.test.nodeid)}")
         if root.dependents:
-            n = len(root.dependents)
-            item.folds.append((f"{n} check{'s' if n > 1 else ''} could not run because {md_code(v.check)} failed",
-                               [f"{_clip(d.describe(), 260)} ({md_code(d.test.nodeid)})" for d in root.dependents]))
+            item.folds.append((dependents_label(root), [_explained(d) for d in root.dependents]))
         section.items.append(item)
     section.items += [Item(i.text, LIFT, i.detail) for i in blocked.items if i.state == LIFT]
     unjudged = [i.text for i in (not_judged.items if not_judged else []) if i.state == UNCHECKED]
-    if unjudged:
+    if unjudged and not any(r.verdict.check == "run.not_judged" for r in roots):
         section.items.append(Item(f"{len(unjudged)} declared fact{'s' if len(unjudged) > 1 else ''} no check "
                                   "judged (a full run is not GREEN while any)", UNCHECKED,
                                   folds=[("the facts", unjudged)]))
     if not section.items:
         held = sum(1 for t in results.tests if t.outcome == "passed")
         skipped = sum(1 for t in results.tests if t.outcome == "skipped")
-        if verdict == "GREEN":
-            section.title = "Nothing broke"
-            section.items.append(Item(f"every check that ran holds ({held} tests)"
-                                      + (f"; {skipped} not checked (skipped), listed below" if skipped else ""), OK))
-        else:
-            section.items.append(Item("no check failed: the verdict line says why the run is not GREEN", INFO))
+        section.title = "Nothing broke"
+        section.note = ""
+        section.items.append(Item(f"every check that ran holds ({held} tests)"
+                                  + (f"; {skipped} not checked (skipped), listed below" if skipped else ""), OK))
     return section
 
 
@@ -483,6 +593,8 @@ def _next_steps(roots: list[Failure], inventory: Inventory, from_decisions: list
         text = (f"Fix {md_code(v.check)} on {esc(v.target)}" if v.cause == Cause.BROKEN else
                 f"Make {len(root.members)} checks checkable again ({esc(_clip(v.shared_cause, 200))})" if root.also
                 else f"Make {md_code(root.test.nodeid)} checkable again")
+        if root.test.nodeid == RUN_NODEID:
+            text = f"Make the run GREEN ({esc(_clip(v.observed, 200))})"
         if root.dependents:
             text += f" (then {len(root.dependents)} dependent check{'s' if len(root.dependents) > 1 else ''} can run)"
         section.items.append(Item(text + (f": {esc(v.hint)}" if v.hint else ""), root.state))
@@ -626,10 +738,30 @@ def _md_cell(text: str) -> str:
     return text.replace("\n", " ")  # `|` is already escaped by esc()
 
 
+MAX_FOLDED_MD = 12
+"""Lines of a fold (the checks a root cause explains) shown in status.md's "What broke"; the rest are counted (each
+is listed under Failing)."""
+
+
+def _broke_markdown(section: Section) -> list[str]:
+    lines = [f"## {section.title}"] + ([f"_{section.note}_"] if section.note else []) + [""]
+    for item in section.items:
+        lines.append(f"- {BADGES_MD.get(item.state, '•')} {item.text}")
+        lines += [f"  - {d}" for d in item.detail]
+        for label, folded in item.folds:
+            lines.append(f"  - {label}:")
+            lines += [f"    - {line}" for line in folded[:MAX_FOLDED_MD]]
+            if len(folded) > MAX_FOLDED_MD:
+                lines.append(f"    - … and {len(folded) - MAX_FOLDED_MD} more (each under Failing below)")
+    return [*lines, ""]
+
+
 def render_markdown(doc: StatusDocument) -> str:
     """The document as GitHub-flavoured Markdown (reports/status.md)."""
-    lines = [f"# {doc.title}", ""]
-    lines += [f"{s}  " for s in doc.summary] + [""]
+    lines = [f"# {doc.title}", "", f"{doc.summary[0]}  " if doc.summary else "", ""]
+    if doc.broke is not None:  # what broke comes before everything else a person would scroll past
+        lines += _broke_markdown(doc.broke)
+    lines += [f"{s}  " for s in doc.summary[1:]] + [""]
     for section in doc.sections:
         lines.append(f"{'#' * section.level} {section.title}")
         if section.note:

@@ -215,7 +215,7 @@ def measure(endpoint: EndpointSpec, perf: PerfSpec, *, lock_path: Path, reports_
 
     say(f"perf {perf.label}: correctness under load at C={perf.correctness_concurrency} under {lock_path}")
     waited = time.monotonic()
-    with engine_lock(lock_path, lock_timeout_s):
+    with engine_lock(lock_path, lock_timeout_s, say):
         waited = time.monotonic() - waited
         run = asyncio.run(go())
     run.lock_wait_s = waited

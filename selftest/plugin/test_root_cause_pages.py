@@ -1,0 +1,101 @@
+"""Issue 43.1: the after-reboot page. `pytest -m smoke --wait-ready` against targets that never come up names the
+readiness verdict as the one root cause, first, in the terminal, status.md, report.html and results.json (the
+readiness checks and the checks that wait on them cycled, and the run had 23 could-not-check and no root cause);
+and the check dependencies of the whole contract, collected with every shipped inventory, are a DAG."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from llmval.core.dependencies import CHECKS
+from llmval.core.errors import LlmvalError
+from selftest.contract import run_contract
+from selftest.strategies import ROOT, SEED_INVENTORIES
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.subprocess
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:  # bound then closed: nothing listens there while the test runs
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _pages(pytester) -> tuple[str, str, dict]:
+    reports = pytester.path / "reports"
+    return ((reports / "status.md").read_text(), (reports / "report.html").read_text(),
+            json.loads((reports / "results.json").read_text()))
+
+
+def test_a_never_up_endpoint_is_one_root_cause_on_every_page(pytester):
+    port = _closed_port()
+    inventory = pytester.path / "never-up.toml"
+    inventory.write_text(f'[deployment]\nname = "never-up"\nkind = "lab"\n\n[[endpoints]]\nname = "ep"\n'
+                         f'platform = "local"\nbase_url = "http://127.0.0.1:{port}"\nengine = "vllm"\nmodel = "m"\n')
+    result = run_contract(pytester, "-m", "smoke", "-p", "no:xdist", "--inventory", str(inventory), "--wait-ready=1")
+    out = result.stdout.str()
+    assert result.ret == 1, out[-3000:]
+    block = out.split("llmval: 1 root cause(s), what each explains under it")[1]
+    assert block.lstrip("- \n").startswith("BROKEN serving.ready [ep]"), block[:1500]
+    assert "fix: the engine is still loading" in block and "could not run because serving.ready failed" in block
+    status, page, results = _pages(pytester)
+    head = status.split("## Goal")[0]
+    assert head.index("Verdict: **RED**") < head.index("## What broke") < head.index("`serving.ready` on ep")
+    assert "Connection refused" in head and "fix: the engine is still loading" in head
+    assert "nothing failing" not in status and "nothing: every check holds" not in status
+    assert "<code>serving.ready</code> on ep" in page.split('class="broke red"')[1].split("</div>")[0]
+    roots = results["root_causes"]
+    assert [r["check"] for r in roots] == ["serving.ready"] and len(roots[0]["explains"]) >= 15, roots
+
+
+def test_never_up_hosts_are_the_root_of_their_endpoints(pytester):
+    port = _closed_port()
+    inventory = pytester.path / "hosts-down.toml"
+    inventory.write_text(
+        f'[deployment]\nname = "hosts-down"\nkind = "lab"\n\n[[hosts]]\nname = "h"\nplatform = "p"\n'
+        f'transport = {{ kind = "ssh", address = "127.0.0.1", port = {port}, user = "nobody" }}\ntimeout_s = 5\n\n'
+        f'[[endpoints]]\nname = "ep"\nplatform = "p"\nhost = "h"\nbase_url = "http://127.0.0.1:{port}"\n'
+        f'engine = "sglang"\nmodel = "m"\n')
+    result = run_contract(pytester, "-m", "smoke", "-p", "no:xdist", "--inventory", str(inventory), "--wait-ready=1")
+    out = result.stdout.str()
+    assert result.ret == 1, out[-3000:]
+    assert "llmval: 1 root cause(s)" in out and "BROKEN hosts.ready [h]" in out, out[-3000:]
+    status, _, results = _pages(pytester)
+    assert [r["check"] for r in results["root_causes"]] == ["hosts.ready"]
+    explained = results["root_causes"][0]["explains"]
+    assert any("test_endpoint_ready_within_wait[ep]" in nodeid for nodeid in explained), explained
+    assert status.split("## Goal")[0].count("`hosts.ready` on h") == 1
+
+
+@pytest.mark.parametrize("inventory", SEED_INVENTORIES, ids=lambda p: p.stem)
+def test_the_contracts_check_dependencies_are_a_dag(pytester, inventory):
+    """Every collected check's declared dependencies and the readiness gate's form no cycle (collection refuses
+    one: exit 4), and no verdict of the run can close one through an error's own dependencies: `HostUnreachable`
+    names `hosts.reachable`, which waits on no host check but `hosts.ready`."""
+    pytester.chdir()
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+                                          str(ROOT / "pyproject.toml"), str(ROOT / "tests"), "--collect-only", "-q",
+                                          "-p", "no:xdist", "--inventory", str(inventory), "--wait-ready=1")
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    edges = CHECKS.edges()
+    assert CHECKS.is_acyclic() and not CHECKS.refused
+    if any(c.startswith("serving.") for c in edges):
+        assert "serving.ready" in edges.get("serving.health", ()) | edges.get("serving.model.id", ()), edges
+    assert not edges.get("serving.ready", frozenset()) - {"hosts.ready"}  # the first check of an endpoint
+    assert not edges.get("hosts.ready")  # the first check of a host
+    unreachable = {d for cls in _subclasses(LlmvalError) for d in getattr(cls, "depends_on", ())
+                   if d.startswith("hosts.")}
+    for check in [c for c in edges if c.startswith("hosts.") and c != "hosts.ready"]:
+        CHECKS.declare(check, unreachable, strict=True, where=f"an error of {check}")
+    assert CHECKS.is_acyclic()
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found += _subclasses(sub)
+    return found
