@@ -23,7 +23,6 @@ git commit, or `pytest-llmval==<version>` from a package index.
 from __future__ import annotations
 
 import configparser
-import json
 import re
 import shlex
 import string
@@ -35,6 +34,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from .. import DISTRIBUTION, __version__
+from ..core.errors import ParseError
+from ..core.jsontext import read_json
 from ..engines import ADAPTERS
 
 
@@ -111,8 +112,8 @@ def installed_requirement() -> str:
     except metadata.PackageNotFoundError:
         text = None
     try:
-        direct_url = json.loads(text) if text else None
-    except json.JSONDecodeError:
+        direct_url = read_json(text, "direct_url.json") if text else None
+    except ParseError:
         direct_url = None
     return install_requirement(direct_url if isinstance(direct_url, dict) else None, __version__)
 

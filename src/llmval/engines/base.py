@@ -402,9 +402,10 @@ class EngineAdapter:
         if response.status_code >= 400:
             raise TokenizeFailed(f"{what}: {excerpt(response.text)}")
         try:
-            tokens = response.json().get("tokens")
-        except (ValueError, AttributeError):
-            tokens = None
+            data = parse_json(response.text, what)
+        except EndpointError:
+            data = None
+        tokens = data.get("tokens") if isinstance(data, dict) else None
         if not isinstance(tokens, list):
             raise TokenizeFailed(f"{what} without a `tokens` list: {excerpt(response.text)}")
         return Fact(len(tokens), 'POST /tokenize {"prompt": "Reply with OK."}', shorten(response.text, 200))

@@ -13,11 +13,10 @@ concatenated; tool-call deltas are merged by `index` (id and name from the first
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..core.errors import ParseError
+from ..core.jsontext import read_json
 from ..io.answers import ChatChunk, checked
 
 REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -50,10 +49,7 @@ def join_chat_stream(data: Iterable[str]) -> StreamedChat:
         raw.append(payload)
         if payload.strip() == "[DONE]":
             break
-        try:
-            chunk = json.loads(payload)
-        except (json.JSONDecodeError, RecursionError) as error:
-            raise ParseError("chat completion stream", f"event is not JSON ({error})", payload) from None
+        chunk = read_json(payload, f"chat completion stream, event {chunks + 1}")  # ParseError: not JSON, a bound
         checked(ChatChunk, chunk, f"chat completion stream, event {chunks + 1}")  # a dict of the shape read below
         chunks += 1
         if chunk.get("usage"):

@@ -12,6 +12,7 @@ import re
 
 from ..core.contract import shorten
 from ..core.errors import ParseError
+from ..core.jsontext import read_json
 from ..io.answers import Version, checked
 from .base import (
     Acceptance,
@@ -182,12 +183,7 @@ class VllmAdapter(EngineAdapter):
         if not config:
             return {"algorithm": Fact(None, "engine log: non-default args (no speculative_config)", quote)}
         if isinstance(config, str):
-            import json
-
-            try:
-                config = json.loads(config)
-            except ValueError as error:
-                raise ParseError(f"[{self.spec.name}] speculative_config", str(error), config) from None
+            config = read_json(config, f"[{self.spec.name}] speculative_config")
         if not isinstance(config, dict):
             raise ParseError(f"[{self.spec.name}] speculative_config", "not a dict", str(config))
         return {

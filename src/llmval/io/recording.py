@@ -44,8 +44,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..core.contract import redact
-from ..core.errors import RecordingError, ReplayMiss
+from ..core.errors import ParseError, RecordingError, ReplayMiss
 from ..core.files import read_regular
+from ..core.jsontext import read_json
 from .command import Key, Rendered, command_key, is_read_only
 
 
@@ -143,6 +144,13 @@ class HttpRecord(BaseModel):
     body_b64: str
     elapsed_s: _Seconds = 0.0
     error: str | None = None
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _pairs_as_tuples(cls, value: object) -> object:
+        """JSON has no tuples: a header pair is read as a list (the strict model takes only tuples)."""
+        return [tuple(pair) if isinstance(pair, list) else pair for pair in value] if isinstance(value, list) \
+            else value
 
     @field_validator("body_b64")
     @classmethod
@@ -247,7 +255,9 @@ def _records(kind: str, path: Path, data: bytes):
             raise RecordingError(f"{path}:{number}", f"not UTF-8 (byte 0x{raw[error.start]:02x} at column "
                                  f"{error.start + 1})") from None
         try:
-            yield number, model.model_validate_json(text)
+            yield number, model.model_validate(read_json(text, f"{path}:{number}"))
+        except ParseError as error:
+            raise RecordingError(f"{path}:{number}", error.reason) from None
         except ValidationError as error:
             raise RecordingError(f"{path}:{number}", _problem(error)) from None
 
@@ -444,8 +454,8 @@ def declared_environment(kind: str, text: str, kept: frozenset[str], hidden: fro
             out.append(line)
         return "\n".join(out) + ("\n" if text.endswith("\n") else "")
     try:
-        containers = json.loads(text)
-    except ValueError:
+        containers = read_json(text, "docker inspect")
+    except ParseError:
         return ""  # not what docker answers: nothing of it is kept
     for container in containers if isinstance(containers, list) else []:
         config = container.get("Config") if isinstance(container, dict) else None

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..core.errors import ParseError
 from ..core.files import read_regular_text
+from ..core.jsontext import read_json
 from ._calibrate import Calibration
 from ._engine import server_key
 from ._runner import LoadRun
@@ -170,11 +171,13 @@ class BaselineStore:
         if not path.is_file():
             return None
         try:
-            body = json.loads(read_regular_text(path, 16 * 2**20))
+            body = read_json(read_regular_text(path, 16 * 2**20), str(path))
             calibration = body.get("calibration")  # absent in files saved before baselines kept it
             if calibration is not None and not float(calibration["steps_s"]) > 0:
                 raise ValueError(f"calibration steps_s {calibration['steps_s']!r} is not a positive score")
             return Baseline(path=path, identity=body["identity"], workload=body["workload"],
                             metrics=body["metrics"], saved_at=body.get("saved_at", "?"), calibration=calibration)
+        except ParseError as error:
+            raise ParseError(str(path), f"not a baseline file: {error.reason}") from None
         except (ValueError, KeyError, TypeError, OSError) as error:
             raise ParseError(str(path), f"not a baseline file: {error}") from None

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import httpx
 import httpx_sse
 
-from ..core.errors import EndpointError
+from ..core.errors import EndpointError, ParseError
+from ..core.jsontext import read_json
 from ..io.bounded import HUNG
 from ..io.http import httpx_errors
 from ..io.wire import StreamBroken as _StreamBroken
@@ -99,9 +100,9 @@ class _Timing:
         if data == "[DONE]" or data == b"[DONE]":
             return
         try:
-            body = json.loads(data)
-        except ValueError:
-            raise _StreamBroken(f"SSE data is not JSON: {_text(data)[:200]!r}") from None
+            body = read_json(data, "SSE data")
+        except ParseError as error:
+            raise _StreamBroken(f"SSE data is not JSON ({error.reason}): {_text(data)[:200]!r}") from None
         if not isinstance(body, dict):
             raise _StreamBroken(f"SSE data is not a JSON object: {_text(data)[:200]!r}")
         if "error" in body and not body.get("choices"):

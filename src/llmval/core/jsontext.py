@@ -1,0 +1,109 @@
+"""The one JSON reader: every JSON the suite reads (HTTP answers, host command output, recordings, reports of
+earlier runs, its own children's lines) is decoded here, within bounds (issue 45.1).
+
+A server or a host may print anything: 100,000 nested `[` (a `RecursionError` out of `json.loads`, or a value
+that parses at depth 990 and breaks whatever walks it later), an integer of 5,000 digits (`ValueError: Exceeds
+the limit (4300 digits)`), 1 GB of `[1,` ... Each is refused here before it is parsed, as a `ParseError` naming
+the source and the bound: a check then says *could not check* with the source's name, never a traceback.
+
+    >>> read_json('{"a": [1, 2]}', "demo")
+    {'a': [1, 2]}
+    >>> read_json("[" * 200 + "]" * 200, "GET /server_info")
+    Traceback (most recent call last):
+    ...
+    llmval.core.errors.ParseError: cannot parse GET /server_info: JSON nested too deep: over the 64 levels ...
+
+`llmval.io.answers.parse_json` is this reader for HTTP answers (an `EndpointError` naming the request);
+`selftest/hostile/test_one_json_reader.py` finds any other `json.loads`/`.json()` in the package.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .errors import ParseError
+
+MAX_JSON_CHARS = 16 * 2**20
+"""The largest JSON parsed: 16 Mi characters. Parsing multiplies its size in memory (56 MiB of /v1/models entries
+took 640 MB to parse, 2.5 GB through a whole run); the largest real answer, a chat completion of 32k tokens, is a
+few hundred kB, the largest command output read as JSON (`docker inspect`, `ray list actors` of a big cluster) a
+few MB."""
+
+MAX_JSON_DEPTH = 64
+"""The deepest nesting read: 64 levels. Real answers nest under 10 (`ray list jobs`: 4, `docker inspect`: 5);
+anything walking a value (pydantic, `json.dumps` into results.json, `repr`) recurses once per level, so a bound
+far below Python's recursion limit (1,000) keeps every later reader safe too."""
+
+MAX_JSON_INT_DIGITS = 40
+"""The longest integer read: 40 digits (above 2**128). No count, pid, token id or byte size the suite reads comes
+near; Python refuses at 4,300 digits with a `ValueError` of its own, and arithmetic on a 4,000-digit int is slow."""
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_PAIRS = str.maketrans({"[": "(", "{": "(", "]": ")", "}": ")"})
+
+
+def nests_deeper_than(text: str, levels: int) -> bool:
+    """Whether the brackets of `text` outside JSON strings nest deeper than `levels` (or do not pair), at C speed:
+    strings and everything but brackets dropped, then each pass removes the innermost pairs (one level).
+
+    >>> nests_deeper_than('{"a": "[[[[", "b": [[1], {"c": []}]}', 3), nests_deeper_than("[[[[]]]]", 3)
+    (False, True)
+    """
+    if text.count("[") + text.count("{") <= levels:  # the usual answer: too few brackets to nest that deep
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_PAIRS)
+    for _ in range(levels):
+        shorter = brackets.replace("()", "")
+        if not shorter or shorter == brackets:
+            return bool(shorter)
+        brackets = shorter
+    return bool(brackets)
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_JSON_INT_DIGITS:
+        raise ValueError(f"an integer of {len(digits.lstrip('-'))} digits, over the {MAX_JSON_INT_DIGITS} "
+                         f"the suite reads ({digits[:20]}...)")
+    return int(digits)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:40]} overflows a float")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON (a number the suite cannot compare)")
+
+
+def read_json(text: str | bytes, source: str, *, max_chars: int = MAX_JSON_CHARS) -> Any:
+    """The value of JSON `text` from `source` (a command, a request, a file), or ParseError naming `source` when
+    it is over `MAX_JSON_CHARS`, nests deeper than `MAX_JSON_DEPTH`, holds an integer longer than
+    `MAX_JSON_INT_DIGITS` digits, NaN/Infinity or a number that overflows a float, or is not JSON. `max_chars`:
+    a larger cap for the suite's own files that may be larger (results.json of a big run, `vllm bench` results)."""
+    if isinstance(text, bytes | bytearray):
+        if len(text) > 4 * max_chars:  # refused before decoding: utf-8 is at most 4 bytes a character
+            raise ParseError(source, f"a JSON text of {len(text)} bytes, over the {max_chars // 2**20} Mi "
+                             "characters the suite parses (refused before parsing)")
+        text = text.decode("utf-8", errors="replace")
+    if len(text) > max_chars:
+        raise ParseError(source, f"a JSON text of {len(text)} characters, over the {max_chars // 2**20} Mi "
+                         "the suite parses (refused before parsing)")
+    if nests_deeper_than(text, MAX_JSON_DEPTH):
+        raise ParseError(source, f"JSON nested too deep: over the {MAX_JSON_DEPTH} levels the suite reads, or its "
+                         f"brackets do not pair (refused before parsing, {len(text)} characters)", text[:200])
+    try:
+        return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
+                          parse_constant=_no_constant)
+    except RecursionError:  # not reached under MAX_JSON_DEPTH; kept so no path through here is a traceback
+        raise ParseError(source, f"the JSON is nested too deep to read ({len(text)} characters)") from None
+    except json.JSONDecodeError as error:
+        raise ParseError(source, f"not JSON ({error})", text[max(0, error.pos - 100):error.pos + 100],
+                         position=error.pos) from None
+    except ValueError as error:  # a bound of parse_int/parse_float/parse_constant
+        raise ParseError(source, f"not JSON the suite reads ({error})", text[:200]) from None
