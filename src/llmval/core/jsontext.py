@@ -11,7 +11,7 @@ the source and the bound: a check then says *could not check* with the source's 
     >>> read_json("[" * 200 + "]" * 200, "GET /server_info")
     Traceback (most recent call last):
     ...
-    llmval.core.errors.ParseError: cannot parse GET /server_info: JSON nested too deep: over the 64 levels ...
+    llmval.core.errors.ParseError: cannot parse GET /server_info: JSON nested too deep: 200 levels, over the 64 ...
 
 `llmval.io.answers.parse_json` is this reader for HTTP answers (an `EndpointError` naming the request);
 `selftest/hostile/test_one_json_reader.py` finds any other `json.loads`/`.json()` in the package.
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
+from itertools import accumulate
 from typing import Any
 
 from .errors import ParseError
@@ -42,25 +44,18 @@ near; Python refuses at 4,300 digits with a `ValueError` of its own, and arithme
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_PAIRS = str.maketrans({"[": "(", "{": "(", "]": ")", "}": ")"})
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 and -1 as signed bytes
 
 
-def nests_deeper_than(text: str, levels: int) -> bool:
-    """Whether the brackets of `text` outside JSON strings nest deeper than `levels` (or do not pair), at C speed:
-    strings and everything but brackets dropped, then each pass removes the innermost pairs (one level).
+def nesting_depth(text: str) -> int:
+    """The deepest nesting of brackets outside JSON strings, in one linear pass (16 Mi brackets: 1.7 s): strings
+    and everything but brackets dropped by two regular expressions, each bracket then a signed byte summed.
 
-    >>> nests_deeper_than('{"a": "[[[[", "b": [[1], {"c": []}]}', 3), nests_deeper_than("[[[[]]]]", 3)
-    (False, True)
+    >>> nesting_depth('{"a": "[[[[", "b": [1]}'), nesting_depth("[[[[]]]]")
+    (2, 4)
     """
-    if text.count("[") + text.count("{") <= levels:  # the usual answer: too few brackets to nest that deep
-        return False
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_PAIRS)
-    for _ in range(levels):
-        shorter = brackets.replace("()", "")
-        if not shorter or shorter == brackets:
-            return bool(shorter)
-        brackets = shorter
-    return bool(brackets)
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).encode("ascii").translate(_STEPS)
+    return max(accumulate(array("b", brackets), initial=0))
 
 
 def _bounded_int(digits: str) -> int:
@@ -94,9 +89,10 @@ def read_json(text: str | bytes, source: str, *, max_chars: int = MAX_JSON_CHARS
     if len(text) > max_chars:
         raise ParseError(source, f"a JSON text of {len(text)} characters, over the {max_chars // 2**20} Mi "
                          "the suite parses (refused before parsing)")
-    if nests_deeper_than(text, MAX_JSON_DEPTH):
-        raise ParseError(source, f"JSON nested too deep: over the {MAX_JSON_DEPTH} levels the suite reads, or its "
-                         f"brackets do not pair (refused before parsing, {len(text)} characters)", text[:200])
+    # a few bracket counts for the usual answer; the linear depth count only for one with more brackets than levels
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and (depth := nesting_depth(text)) > MAX_JSON_DEPTH:
+        raise ParseError(source, f"JSON nested too deep: {depth} levels, over the {MAX_JSON_DEPTH} "
+                         f"the suite reads (refused before parsing, {len(text)} characters)", text[:200])
     try:
         return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
                           parse_constant=_no_constant)
