@@ -211,6 +211,9 @@ class EngineAdapter:
     load_counters: ClassVar[LoadCounters] = LoadCounters()
     sampled_metrics: ClassVar[SampledMetrics] = SampledMetrics()
     """The `/metrics` names sampled through every perf window (queue, KV usage, preemptions, prefix cache)."""
+    read_metrics: ClassVar[frozenset[str]] = frozenset()
+    """The other `/metrics` families the adapter reads (cache config, speculative counters): with the load counters
+    and the sampled names, `metric_families()`, the only lines of a scrape ever parsed."""
     tokenize_form: ClassVar[str | None] = None
     """How `POST /tokenize` counts a chat prompt: "chat" (takes `messages`, applies the chat template),
     "prompt" (takes a prompt only; the template's overhead is measured separately) or None (no /tokenize)."""
@@ -232,6 +235,7 @@ class EngineAdapter:
         self._read_log = read_log
         self._read_log_errors = read_log_errors
         self.state = state or EndpointState()
+        self._metrics: Metrics | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec.name!r})"
@@ -448,14 +452,26 @@ class EngineAdapter:
     def version(self) -> Fact:
         raise NotExposed(f"[{self.spec.name}] a plain OpenAI-compatible server reports no engine version")
 
-    def metrics(self) -> Metrics:
-        """One scrape of GET /metrics."""
+    @classmethod
+    def metric_families(cls) -> frozenset[str]:
+        """Every `/metrics` family this adapter reads: a scrape keeps only their lines (`parse_metrics(families=)`)."""
+        counters = (getattr(cls.load_counters, name) for name in LoadCounters.__dataclass_fields__)
+        return frozenset(name for name in (*counters, *cls.sampled_metrics.gauges().values(),
+                                           *cls.sampled_metrics.counters().values(), *cls.read_metrics) if name)
+
+    def metrics(self, *, fresh: bool = False) -> Metrics:
+        """A scrape of GET /metrics, parsed once, only the adapter's families (`metric_families`): the facts read
+        of it share one scrape (the KV-cache evidence and its fp8 quotes); `fresh` scrapes again (a counter read
+        before and after traffic)."""
+        if not fresh and self._metrics is not None:
+            return self._metrics
         response = self.request("GET", "/metrics")
         if response.status_code == 404:
             raise NotExposed(f"[{self.spec.name}] GET /metrics: 404 (SGLang needs --enable-metrics)")
         if response.status_code >= 400:
             raise EndpointError(f"[{self.spec.name}] GET /metrics: HTTP {response.status_code}")
-        return parse_metrics(response.text, f"[{self.spec.name}] /metrics")
+        self._metrics = parse_metrics(response.text, f"[{self.spec.name}] /metrics", families=self.metric_families())
+        return self._metrics
 
     @functools.cached_property
     def log_text(self) -> str:

@@ -109,6 +109,7 @@ class SglangAdapter(EngineAdapter):
                                      retracted=RETRACTED_REQS, prefix_cache_queries=PROMPT_TOKENS,
                                      prefix_cache_hits=CACHED_TOKENS, prefix_cache_hit_rate=CACHE_HIT_RATE,
                                      spec_accept_length=SPEC_ACCEPT_LENGTH)
+    read_metrics = frozenset({GENERATION_TOKENS, SPEC_VERIFY_CALLS})
 
     @classmethod
     def detect(cls, adapter: EngineAdapter, owners: list[str]) -> Fact | None:
@@ -258,7 +259,7 @@ class SglangAdapter(EngineAdapter):
         return self._info_fact("nnodes")
 
     def acceptance_snapshot(self) -> Metrics:
-        return self.metrics()
+        return self.metrics(fresh=True)
 
     @classmethod
     def normalize_metrics(cls, metrics: Metrics) -> Metrics:

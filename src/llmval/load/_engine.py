@@ -65,7 +65,7 @@ class EngineCounters:
 
     @classmethod
     def from_text(cls, text: str, engine: type[EngineAdapter]) -> EngineCounters:
-        return cls(engine, parse_metrics(text))
+        return cls(engine, parse_metrics(text, families=engine.metric_families()))
 
     @property
     def is_idle(self) -> bool | None:
@@ -141,7 +141,7 @@ async def server_identity(client: httpx.AsyncClient, *, endpoint: str, engine: t
             break
     metrics = None
     if (scrape := await _get(client, "/metrics", endpoint)) is not None:
-        metrics = parse_metrics(scrape.text)
+        metrics = parse_metrics(scrape.text, f"[{endpoint}] GET /metrics", families=engine.metric_families())
     identity.update(engine.identity_extras(info, metrics))
     if declared:
         identity["declared"] = declared
