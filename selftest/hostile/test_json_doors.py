@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from llmval.core.errors import EndpointError, ParseError
-from llmval.core.jsontext import MAX_JSON_CHARS, MAX_JSON_DEPTH, MAX_JSON_INT_DIGITS, read_json
+from llmval.core.jsontext import MAX_JSON_CHARS, MAX_JSON_DEPTH, MAX_JSON_INT_DIGITS, MAX_JSON_VALUES, read_json
 from selftest.hostile.server import HostileServer, answer
 from selftest.strategies import ROOT
 
@@ -95,19 +95,39 @@ def test_brackets_inside_strings_and_the_deepest_allowed_are_read():
     assert read_json('{"n": ' + "9" * MAX_JSON_INT_DIGITS + ', "f": 1.5e300}', "t")["f"] == 1.5e300
 
 
-def test_the_worst_text_under_the_size_cap_is_refused_fast_and_small():
-    """16 Mi characters of brackets 64 deep, then one 65 deep (every bracket counted): under 3 s (1.7 s on the
-    2-core box), under 1 GiB."""
-    chain = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
-    deeper = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
-    text = chain * ((MAX_JSON_CHARS - len(deeper)) // len(chain)) + deeper
-    assert MAX_JSON_CHARS - len(chain) < len(text) <= MAX_JSON_CHARS
+def _filled(unit: str, tail: str = "") -> str:
+    """A JSON list of `unit` repeated to the size cap, `tail` its last items."""
+    return "[" + unit * ((MAX_JSON_CHARS - len(tail) - 2) // len(unit)) + tail + "]"
+
+
+WORST = {
+    # the most values of each kind under the size cap: parsed, 16 Mi characters of `{},` were 5.6 M dicts, 412 MiB
+    "empty-objects": (_filled("{},", "{}"), "about 5592406 values, over the 1000000"),
+    "empty-lists": (_filled("[],", "[]"), "values, over the 1000000"),
+    "empty-strings": (_filled('"",', '""'), "values, over the 1000000"),
+    "ones": (_filled("1,", "1"), "values, over the 1000000"),
+    # the deepest under the values cap: brackets 64 deep, then one 65 deep, every level counted
+    "64-deep-chains": ("[" + ("[" * 64 + "]" * 64 + ",") * 7000 + "[" * 65 + "]" * 65 + "]",
+                       "nested too deep: 66 levels"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WORST))
+def test_the_worst_texts_under_the_size_cap_are_refused_fast_and_small(case):
+    """Each refused before parsing, under 3 s (0.1-1.3 s on the 2-core box) and under 1 GiB."""
+    text, said = WORST[case]
     started = time.monotonic()
-    with pytest.raises(ParseError, match="nested too deep: 65 levels"):
+    with pytest.raises(ParseError, match=said):
         read_json(text, "worst")
     took = time.monotonic() - started
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     assert took < 3 and peak_mib < 1024, (took, peak_mib)
+
+
+def test_a_million_values_are_read_and_one_more_is_refused():
+    assert len(read_json("[" + ",".join(["1"] * (MAX_JSON_VALUES - 1)) + "]", "t")) == MAX_JSON_VALUES - 1
+    with pytest.raises(ParseError, match="over the 1000000"):
+        read_json("[" + ",".join(["1"] * MAX_JSON_VALUES) + "]", "t")
 
 
 # ---- each door of the issue ----------------------------------------------------------------------------------

@@ -42,9 +42,16 @@ MAX_JSON_INT_DIGITS = 40
 """The longest integer read: 40 digits (above 2**128). No count, pid, token id or byte size the suite reads comes
 near; Python refuses at 4,300 digits with a `ValueError` of its own, and arithmetic on a 4,000-digit int is slow."""
 
+MAX_JSON_VALUES = 1_000_000
+"""The most values read (containers, and the items and members a comma separates): a million. Memory follows the
+count, not the characters: 16 Mi characters of `[{},{},...]` are 5.6 M dicts, 412 MiB parsed; a million values is
+under 80 MiB whatever they are. A 256-host run's results.json holds about 250,000; `max_values` raises it for the
+suite's own larger files."""
+
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 and -1 as signed bytes
+_NOT_BRACKET = bytes(set(range(256)) - set(b"[]{}"))
+_NOT_STRUCTURE = bytes(set(range(256)) - set(b"[]{},"))
+_STEPS = bytes.maketrans(b"[{]},", b"\x01\x01\xff\xff\x00")  # +1, -1 and 0 as signed bytes
 
 
 def nesting_depth(text: str) -> int:
@@ -54,8 +61,24 @@ def nesting_depth(text: str) -> int:
     >>> nesting_depth('{"a": "[[[[", "b": [1]}'), nesting_depth("[[[[]]]]")
     (2, 4)
     """
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).encode("ascii").translate(_STEPS)
+    brackets = _STRING.sub("", text).encode("ascii", "ignore").translate(_STEPS, _NOT_BRACKET)
     return max(accumulate(array("b", brackets), initial=0))
+
+
+def _structure(text: str, source: str, max_values: int) -> None:
+    """ParseError naming `source` when `text` holds more than `max_values` values or nests deeper than
+    `MAX_JSON_DEPTH` (brackets and commas outside strings, counted in C-speed passes; the depth summed only once
+    the count is within bounds, so the worst text is refused in about 0.5 s)."""
+    shape = _STRING.sub("", text).encode("ascii", "ignore").translate(None, _NOT_STRUCTURE)
+    containers = shape.count(b"[") + shape.count(b"{")
+    values = shape.count(b",") + containers - shape.count(b"[]") - shape.count(b"{}") + 1  # items, containers
+    if values > max_values:
+        raise ParseError(source, f"a JSON text of about {values} values, over the {max_values} the suite reads "
+                         f"(refused before parsing, {len(text)} characters)", text[:200])
+    depth = max(accumulate(array("b", shape.translate(_STEPS)), initial=0))
+    if depth > MAX_JSON_DEPTH:
+        raise ParseError(source, f"JSON nested too deep: {depth} levels, over the {MAX_JSON_DEPTH} the suite reads "
+                         f"(refused before parsing, {len(text)} characters)", text[:200])
 
 
 def _bounded_int(digits: str) -> int:
@@ -76,11 +99,13 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON (a number the suite cannot compare)")
 
 
-def read_json(text: str | bytes, source: str, *, max_chars: int = MAX_JSON_CHARS) -> Any:
+def read_json(text: str | bytes, source: str, *, max_chars: int = MAX_JSON_CHARS,
+              max_values: int = MAX_JSON_VALUES) -> Any:
     """The value of JSON `text` from `source` (a command, a request, a file), or ParseError naming `source` when
-    it is over `MAX_JSON_CHARS`, nests deeper than `MAX_JSON_DEPTH`, holds an integer longer than
-    `MAX_JSON_INT_DIGITS` digits, NaN/Infinity or a number that overflows a float, or is not JSON. `max_chars`:
-    a larger cap for the suite's own files that may be larger (results.json of a big run, `vllm bench` results)."""
+    it is over `MAX_JSON_CHARS` or `MAX_JSON_VALUES`, nests deeper than `MAX_JSON_DEPTH`, holds an integer longer
+    than `MAX_JSON_INT_DIGITS` digits, NaN/Infinity or a number that overflows a float, or is not JSON.
+    `max_chars`, `max_values`: larger caps for the suite's own files that may be larger (results.json of a big run,
+    a recording line, `vllm bench` results)."""
     if isinstance(text, bytes | bytearray):
         if len(text) > 4 * max_chars:  # refused before decoding: utf-8 is at most 4 bytes a character
             raise ParseError(source, f"a JSON text of {len(text)} bytes, over the {max_chars // 2**20} Mi "
@@ -89,10 +114,11 @@ def read_json(text: str | bytes, source: str, *, max_chars: int = MAX_JSON_CHARS
     if len(text) > max_chars:
         raise ParseError(source, f"a JSON text of {len(text)} characters, over the {max_chars // 2**20} Mi "
                          "the suite parses (refused before parsing)")
-    # a few bracket counts for the usual answer; the linear depth count only for one with more brackets than levels
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and (depth := nesting_depth(text)) > MAX_JSON_DEPTH:
-        raise ParseError(source, f"JSON nested too deep: {depth} levels, over the {MAX_JSON_DEPTH} "
-                         f"the suite reads (refused before parsing, {len(text)} characters)", text[:200])
+    # a few counts for the usual answer (too few brackets to nest too deep, too few commas to be too many values);
+    # the linear passes only for a text past either
+    containers = text.count("[") + text.count("{")
+    if containers > MAX_JSON_DEPTH or containers + text.count(",") + 1 > max_values:  # counts in strings too: more
+        _structure(text, source, max_values)
     try:
         return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
                           parse_constant=_no_constant)

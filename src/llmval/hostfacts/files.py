@@ -62,7 +62,8 @@ class HashCache:
         with open(self.path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                data = read_json(read_regular_text(self.path, 64 * 2**20), str(self.path), max_chars=64 * 2**20) \
+                data = read_json(read_regular_text(self.path, 64 * 2**20), str(self.path), max_chars=64 * 2**20,
+                                 max_values=4_000_000) \
                     if self.path.exists() else {}
             except (ParseError, UnicodeDecodeError, OSError):  # a cache: one not read is rebuilt
                 data = {}

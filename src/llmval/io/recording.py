@@ -255,7 +255,7 @@ def _records(kind: str, path: Path, data: bytes):
             raise RecordingError(f"{path}:{number}", f"not UTF-8 (byte 0x{raw[error.start]:02x} at column "
                                  f"{error.start + 1})") from None
         try:
-            yield number, model.model_validate(read_json(text, f"{path}:{number}"))
+            yield number, model.model_validate(read_json(text, f"{path}:{number}", max_chars=MAX_FILE_BYTES))
         except ParseError as error:
             raise RecordingError(f"{path}:{number}", error.reason) from None
         except ValidationError as error:

@@ -238,13 +238,16 @@ def document_bytes(document: dict) -> bytes:
 
 MAX_RESULTS_BYTES = 64 * 2**20
 """The largest results JSON read (a 64-host run's is a few MB)."""
+MAX_RESULTS_VALUES = 4_000_000
+"""The most JSON values read of one (a 256-host run's holds about 250,000; 4 M of the worst shape parse to about
+300 MiB)."""
 
 
 def load_results(path: Path) -> dict:
     """Read a results JSON written by write_results; a missing or malformed file is an LlmvalError."""
     try:
-        document = read_json(read_regular_text(path, MAX_RESULTS_BYTES), str(path),
-                             max_chars=MAX_RESULTS_BYTES)  # regular files only (history/)
+        document = read_json(read_regular_text(path, MAX_RESULTS_BYTES), str(path),  # regular files only (history/)
+                             max_chars=MAX_RESULTS_BYTES, max_values=MAX_RESULTS_VALUES)
     except FileNotFoundError:
         raise LlmvalError(f"no results JSON at {path}: run the contract first (pytest -m smoke)") from None
     except ParseError as error:
