@@ -259,7 +259,7 @@ class SglangAdapter(EngineAdapter):
         return self._info_fact("nnodes")
 
     def acceptance_snapshot(self) -> Metrics:
-        return self.metrics(fresh=True)
+        return self.metrics()
 
     @classmethod
     def normalize_metrics(cls, metrics: Metrics) -> Metrics:

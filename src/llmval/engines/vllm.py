@@ -243,7 +243,7 @@ class VllmAdapter(EngineAdapter):
         return Fact(backend or ("mp" if many else "uni"), "engine log: non-default args", quote)
 
     def acceptance_snapshot(self) -> Metrics:
-        return self.metrics(fresh=True)
+        return self.metrics()
 
     @classmethod
     def acceptance(cls, before: Metrics, after: Metrics) -> Acceptance:
