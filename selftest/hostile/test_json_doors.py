@@ -208,3 +208,14 @@ def test_a_recording_line_that_nests_too_deep_is_a_recording_error_naming_the_li
                                                + "[" * 100_000 + "]" * 100_000 + ', "stderr": ""}\n')
     with pytest.raises(RecordingError, match=r"commands-1.jsonl:1: JSON nested too deep"):
         Replay(tmp_path)
+
+
+def test_the_suites_own_results_and_baselines_read_back_their_nan_and_infinity(tmp_path):
+    """results.json and baselines are written by Python's json (a measured value may be NaN): read with
+    `allow_nan`, while every other source refuses NaN (`HOSTILE["nan"]`)."""
+    from llmval.report.results import document_bytes, load_results
+
+    path = tmp_path / "results.json"
+    path.write_bytes(document_bytes({"deployment": "d", "tests": [{"x": float("nan"), "y": float("inf")}]}))
+    test = load_results(path)["tests"][0]
+    assert test["x"] != test["x"] and test["y"] == float("inf")

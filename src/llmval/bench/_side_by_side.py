@@ -555,7 +555,7 @@ def _read_rows(paths: list[Path]) -> list[dict]:
     rows = []
     for path in paths:
         try:
-            rows += read_json(read_regular_text(path, 64 * 2**20), str(path))["rows"]
+            rows += read_json(read_regular_text(path, 64 * 2**20), str(path), allow_nan=True)["rows"]
         except (OSError, ParseError, ValueError, KeyError, TypeError) as error:
             sys.exit(f"{path}: not a side by side's summary.json ({error})")
     return rows

@@ -143,7 +143,7 @@ class VllmBench:
             raise VllmBenchFailed(f"vllm bench serve failed; log: {self.log}")
         path = result_dir / filename
         return read_json(read_regular_text(path, 256 * 2**20), str(path), max_chars=256 * 2**20,  # per-request lists
-                         max_values=32_000_000)
+                         max_values=32_000_000, allow_nan=True)
 
     def close(self) -> None:
         if self.proc.stdin is not None:

@@ -171,7 +171,7 @@ class BaselineStore:
         if not path.is_file():
             return None
         try:
-            body = read_json(read_regular_text(path, 16 * 2**20), str(path))
+            body = read_json(read_regular_text(path, 16 * 2**20), str(path), allow_nan=True)
             calibration = body.get("calibration")  # absent in files saved before baselines kept it
             if calibration is not None and not float(calibration["steps_s"]) > 0:
                 raise ValueError(f"calibration steps_s {calibration['steps_s']!r} is not a positive score")

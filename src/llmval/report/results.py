@@ -247,7 +247,7 @@ def load_results(path: Path) -> dict:
     """Read a results JSON written by write_results; a missing or malformed file is an LlmvalError."""
     try:
         document = read_json(read_regular_text(path, MAX_RESULTS_BYTES), str(path),  # regular files only (history/)
-                             max_chars=MAX_RESULTS_BYTES, max_values=MAX_RESULTS_VALUES)
+                             max_chars=MAX_RESULTS_BYTES, max_values=MAX_RESULTS_VALUES, allow_nan=True)
     except FileNotFoundError:
         raise LlmvalError(f"no results JSON at {path}: run the contract first (pytest -m smoke)") from None
     except ParseError as error:
