@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from ..engines.base import EngineAdapter, StreamedChat
 from ..grid import GateVerdict, GridCells, grid_name, pass_gates, prompt_text
 from ..inventory import AgenticSpec
+from ..io.answers import ChatCompletion, checked, parse_json
 from ..toolcalls.validate import Answer
 from .grid import (
     AgenticCell,
@@ -94,7 +95,8 @@ class AgenticRunner(GridCells[AgenticCell, AgenticResult]):
             if response.status_code != 200:
                 result.scored(score_http_failure(response.status_code, response.text))
                 return
-            data = response.json()
+            what = f"[{self.adapter.spec.name}] POST /v1/chat/completions"
+            data = checked(ChatCompletion, parse_json(response.text, what), what)
             answer, usage = Answer.from_completion(data), data.get("usage") or {}
         result.prompt_tokens, result.finish_reason = usage.get("prompt_tokens"), answer.finish_reason
         result.completion_tokens = answer.completion_tokens

@@ -54,8 +54,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..core.errors import EndpointError
+from ..core.errors import EndpointError, ParseError
+from ..core.files import read_regular_text
+from ..core.jsontext import read_json
 from ..engines import VllmAdapter
+from ..io.answers import parse_json
 from ..io.http import httpx_errors, make_async_client
 from ..load import (
     ENGINE_LOCK,
@@ -205,11 +208,10 @@ class SideBySide:
                 try:
                     with httpx_errors():
                         answer = await client.get(path)
-                    info[path] = answer.json() if answer.status_code == 200 else f"HTTP {answer.status_code}"
+                    info[path] = parse_json(answer.text, f"GET {path}") if answer.status_code == 200 else \
+                        f"HTTP {answer.status_code}"
                 except EndpointError as error:
-                    info[path] = f"{error.kind}: {error.detail}"
-                except ValueError as error:
-                    info[path] = f"{type(error).__name__}: {error}"
+                    info[path] = f"{error.kind}: {error.detail}" if error.kind else str(error)
         info["prompts_exact_by_tokenize"] = maker.exact
         return maker, info
 
@@ -553,8 +555,8 @@ def _read_rows(paths: list[Path]) -> list[dict]:
     rows = []
     for path in paths:
         try:
-            rows += json.loads(path.read_text(encoding="utf-8"))["rows"]
-        except (OSError, ValueError, KeyError, TypeError) as error:
+            rows += read_json(read_regular_text(path, 64 * 2**20), str(path), allow_nan=True)["rows"]
+        except (OSError, ParseError, ValueError, KeyError, TypeError) as error:
             sys.exit(f"{path}: not a side by side's summary.json ({error})")
     return rows
 

@@ -32,6 +32,9 @@ import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 
+from ..core.errors import ParseError
+from ..core.jsontext import read_json
+
 MODEL = "calibration-source"
 
 
@@ -296,12 +299,12 @@ class _Connection(asyncio.Protocol):
         source = self.source
         if method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
             try:
-                body = json.loads(body_bytes or b"{}")
+                body = read_json(body_bytes or b"{}", f"{method} {path}")
                 output_len = int(body.get("max_tokens") or body.get("max_completion_tokens")
                                  or source.schedule.output_len)
                 if output_len < 1:
                     raise ValueError("max_tokens must be >= 1")
-            except (ValueError, TypeError, AttributeError) as error:
+            except (ParseError, ValueError, TypeError, AttributeError) as error:
                 self.respond(400, {"error": {"message": f"bad request: {error}", "type": "BadRequestError"}})
                 self.finished()
                 return
@@ -318,9 +321,9 @@ class _Connection(asyncio.Protocol):
             self.respond(200, answer)
         elif method == "PUT" and path == "/calibration":
             try:
-                source.schedule = replace(source.schedule, **json.loads(body_bytes))
+                source.schedule = replace(source.schedule, **read_json(body_bytes, "PUT /calibration"))
                 source.lateness = Lateness()
-            except (ValueError, TypeError) as error:
+            except (ParseError, ValueError, TypeError) as error:
                 self.respond(400, {"error": {"message": f"bad schedule: {error}"}})
             else:
                 self.respond(200, {"schedule": asdict(source.schedule)})
@@ -390,7 +393,7 @@ async def _serve(schedule: Schedule, host: str, port: int, *, reuse_port: bool =
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         while line := await reader.readline():
-            command = json.loads(line)
+            command = read_json(line, "a control line")
             answer = source.lateness.as_json()
             if "schedule" in command:
                 source.schedule = replace(source.schedule, **command["schedule"])
@@ -447,7 +450,8 @@ class SourceFleet:
             assert proc.stdin is not None
             proc.stdin.write(json.dumps(command) + "\n")
             proc.stdin.flush()
-        return [json.loads(proc.stdout.readline()) for proc in self.procs if proc.stdout is not None]
+        return [read_json(proc.stdout.readline(), "a calibration source's answer")
+                for proc in self.procs if proc.stdout is not None]
 
     def set_schedule(self, schedule: Schedule) -> None:
         self.schedule = schedule
@@ -494,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse-port", action="store_true", help="share the port with other sources (SO_REUSEPORT)")
     parser.add_argument("--control", action="store_true", help="take schedules as JSON lines on stdin")
     args = parser.parse_args(argv)
-    schedule = Schedule(**json.loads(args.schedule)) if args.schedule else Schedule()
+    schedule = Schedule(**read_json(args.schedule, "--schedule")) if args.schedule else Schedule()
     overrides = {k: v for k, v in (("ttft_s", args.ttft_ms and args.ttft_ms / 1000),
                                    ("interval_s", args.interval_ms and args.interval_ms / 1000),
                                    ("tokens_per_chunk", args.tokens_per_chunk), ("output_len", args.output_len))

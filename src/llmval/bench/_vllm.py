@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import LlmvalError
+from ..core.files import read_regular_text
+from ..core.jsontext import read_json
 
 _WORKER = """
 import json, sys, traceback
@@ -126,7 +128,7 @@ class VllmBench:
         for line in self.proc.stdout:
             self._log.write(line)
             if line.startswith("@@OPTIONS "):
-                probe = json.loads(line[len("@@OPTIONS "):])
+                probe = read_json(line[len("@@OPTIONS "):], "the vllm bench worker's @@OPTIONS line")
                 self.version, self.options = probe["version"], set(probe["options"])
             elif line.strip() in markers:
                 return line.strip()
@@ -139,7 +141,9 @@ class VllmBench:
         self.proc.stdin.flush()
         if self._read_until("@@DONE", "@@FAILED") != "@@DONE":
             raise VllmBenchFailed(f"vllm bench serve failed; log: {self.log}")
-        return json.loads((result_dir / filename).read_text(encoding="utf-8"))
+        path = result_dir / filename
+        return read_json(read_regular_text(path, 256 * 2**20), str(path), max_chars=256 * 2**20,  # per-request lists
+                         max_values=32_000_000, allow_nan=True)
 
     def close(self) -> None:
         if self.proc.stdin is not None:

@@ -32,9 +32,11 @@ same commit as the line to use instead, where the checkout has one (`InstallSour
 from __future__ import annotations
 
 import configparser
-import json
+import contextlib
+import os
 import re
 import shlex
+import stat
 import string
 import subprocess
 import tomllib
@@ -44,6 +46,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from .. import DISTRIBUTION, __version__
+from ..core.errors import ParseError
+from ..core.jsontext import read_json
 from ..engines import ADAPTERS
 
 
@@ -187,8 +191,8 @@ def installed_source() -> InstallSource:
     except metadata.PackageNotFoundError:
         text = None
     try:
-        direct_url = json.loads(text) if text else None
-    except json.JSONDecodeError:
+        direct_url = read_json(text, "direct_url.json") if text else None
+    except ParseError:
         direct_url = None
     return install_source(direct_url if isinstance(direct_url, dict) else None, __version__)
 
@@ -235,19 +239,110 @@ def render(template: str, platform: str, folder: Path, install: InstallSource | 
 
 
 def scaffold(folder: Path, platform: str) -> list[Path]:
-    """Write the ops-repo files into `folder`; InitRefused (nothing written) if any of them exists. Where the folder
-    has a pytest configuration of its own, pytest.ini is not written (`pytest_config_of` says where the setting
-    goes)."""
+    """Write the ops-repo files into `folder`; InitRefused (nothing written) if any of them exists, as a file or a
+    link (a dangling one too), or if a folder on the way is a link or no folder. Where the folder has a pytest
+    configuration of its own, pytest.ini is not written (`pytest_config_of` says where the setting goes).
+
+    Every target is checked before anything is written; each file is then written whole under a temporary name
+    and linked into place (`_write_inside`), through folder descriptors opened without following links, so no
+    write lands outside `folder` and none replaces a file made meanwhile (issue 45.5)."""
     if platform not in PLATFORMS:
         raise InitRefused(f"unknown platform {platform!r}; valid: {sorted(PLATFORMS)}")
+    _check_folder(folder)
     own_config = pytest_config_of(folder)
     targets = {folder / rel: template for rel, template in FILES.items()
                if not (rel == "pytest.ini" and own_config is not None)}
-    existing = [str(p) for p in targets if p.exists()]
-    if existing:
-        raise InitRefused(f"llmval init never overwrites: {', '.join(existing)} already exist(s)")
+    problems = [problem for path in targets for problem in _target_problems(folder, path)]
+    if problems:
+        raise InitRefused("llmval init never overwrites nor writes through a link: "
+                          + "; ".join(dict.fromkeys(problems)))
     install = installed_source()
-    for path, template in targets.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(template, platform, folder, install), encoding="utf-8")
+    texts = {path.relative_to(folder): render(template, platform, folder, install).encode("utf-8")
+             for path, template in targets.items()}
+    _write_inside(folder, texts)
     return list(targets)
+
+
+def _check_folder(folder: Path) -> None:
+    """DIR itself: a folder (followed if a link: the user named it), made when missing; InitRefused otherwise."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InitRefused(f"{folder} is not a folder") from None
+    except OSError as error:
+        raise InitRefused(f"{folder} cannot be made a folder: {error.strerror or error}") from None
+    try:
+        folder.resolve(strict=True)
+    except (OSError, RuntimeError) as error:  # a link that loops (RuntimeError before Python 3.13)
+        raise InitRefused(f"{folder} cannot be followed: {error}") from None
+
+
+def _target_problems(folder: Path, path: Path) -> list[str]:
+    """What stops `path` (under `folder`) from being written there and only there: a folder on the way that is a
+    link or a file, or the path itself existing in any form (lstat: a dangling link exists)."""
+    problems = []
+    for part in reversed(path.relative_to(folder).parents[:-1]):  # .github, .github/workflows, systemd
+        try:
+            mode = os.lstat(folder / part).st_mode
+        except FileNotFoundError:
+            break
+        if stat.S_ISLNK(mode):
+            return [f"{folder / part} is a symlink (to {os.readlink(folder / part)}), not a folder"]
+        if not stat.S_ISDIR(mode):
+            return [f"{folder / part} is a file, not a folder"]
+    else:
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return problems
+        what = f"a symlink (to {os.readlink(path)})" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) \
+            else "a file"
+        problems.append(f"{path} already exists ({what})")
+    return problems
+
+
+def _write_inside(folder: Path, texts: dict[Path, bytes]) -> None:
+    """Write each relative path's bytes under `folder`, whole or not at all: folders made one by one and opened
+    with O_NOFOLLOW, each file written to a temporary name and hard-linked to its own (which fails if anything
+    took the name). On any failure what this call made is removed again and InitRefused names the path."""
+    made: list[tuple[int, str, bool]] = []  # (folder fd, name, is_folder), in the order made
+    fds: list[int] = []
+    try:
+        root = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        fds.append(root)
+        for relative, data in texts.items():
+            at = root
+            for name in relative.parts[:-1]:
+                try:
+                    os.mkdir(name, 0o755, dir_fd=at)
+                    made.append((at, name, True))
+                except FileExistsError:
+                    pass
+                at = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=at)  # a link: ELOOP
+                fds.append(at)
+            temporary = f".{relative.name}.llmval-init-{os.getpid()}"
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=at)
+            try:
+                made.append((at, temporary, False))
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.link(temporary, relative.name, src_dir_fd=at, dst_dir_fd=at, follow_symlinks=False)
+            made.append((at, relative.name, False))
+            os.unlink(temporary, dir_fd=at)
+            made.remove((at, temporary, False))
+    except OSError as error:
+        for at, name, is_folder in reversed(made):  # nothing half-done is left behind
+            with contextlib.suppress(OSError):
+                if is_folder:
+                    os.rmdir(name, dir_fd=at)
+                else:
+                    os.unlink(name, dir_fd=at)
+        where = f" ({error.filename})" if error.filename else ""
+        raise InitRefused(f"cannot write into {folder}{where}: {error.strerror or error}; nothing was written") \
+            from None
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -99,10 +99,12 @@ class InventoryError(LlmvalError):
 class ParseError(LlmvalError):
     """Output that should follow a known format does not."""
 
-    def __init__(self, source: str, reason: str, excerpt: str = ""):
+    def __init__(self, source: str, reason: str, excerpt: str = "", *, position: int | None = None):
         self.source = source
         self.reason = reason
         self.excerpt = excerpt
+        self.position = position
+        """Where in the text it stopped making sense (a JSON decoder's offset), when known."""
         message = f"cannot parse {source}: {reason}"
         if excerpt:
             message += f"\n  excerpt: {_excerpt(excerpt)}"

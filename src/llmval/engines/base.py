@@ -252,6 +252,9 @@ class EngineAdapter:
     load_counters: ClassVar[LoadCounters] = LoadCounters()
     sampled_metrics: ClassVar[SampledMetrics] = SampledMetrics()
     """The `/metrics` names sampled through every perf window (queue, KV usage, preemptions, prefix cache)."""
+    read_metrics: ClassVar[frozenset[str]] = frozenset()
+    """The other `/metrics` families the adapter reads (cache config, speculative counters): with the load counters
+    and the sampled names, `metric_families()`, the only lines of a scrape ever parsed."""
     tokenize_form: ClassVar[str | None] = None
     """How `POST /tokenize` counts a chat prompt: "chat" (takes `messages`, applies the chat template),
     "prompt" (takes a prompt only; the template's overhead is measured separately) or None (no /tokenize)."""
@@ -468,9 +471,10 @@ class EngineAdapter:
         if response.status_code >= 400:
             raise TokenizeFailed(f"{what}: {excerpt(response.text)}")
         try:
-            tokens = response.json().get("tokens")
-        except (ValueError, AttributeError):
-            tokens = None
+            data = parse_json(response.text, what)
+        except EndpointError:
+            data = None
+        tokens = data.get("tokens") if isinstance(data, dict) else None
         if not isinstance(tokens, list):
             raise TokenizeFailed(f"{what} without a `tokens` list: {excerpt(response.text)}")
         return Fact(len(tokens), 'POST /tokenize {"prompt": "Reply with OK."}', shorten(response.text, 200))
@@ -536,14 +540,26 @@ class EngineAdapter:
     def version(self) -> Fact:
         raise NotExposed(f"[{self.spec.name}] a plain OpenAI-compatible server reports no engine version")
 
+    @classmethod
+    def metric_families(cls) -> frozenset[str]:
+        """Every `/metrics` family this adapter reads: a scrape keeps only their lines (`parse_metrics(families=)`)."""
+        counters = (getattr(cls.load_counters, name) for name in LoadCounters.__dataclass_fields__)
+        return frozenset(name for name in (*counters, *cls.sampled_metrics.gauges().values(),
+                                           *cls.sampled_metrics.counters().values(), *cls.read_metrics) if name)
+
     def metrics(self) -> Metrics:
-        """One scrape of GET /metrics."""
+        """One scrape of GET /metrics, parsed once and only for the adapter's families (`metric_families`).
+
+        Each call scrapes: a fact read of it is one request, as the recorded runs made it (a replay answers the Nth
+        `GET /metrics` with the Nth recorded scrape, so sharing one scrape between the KV-cache facts moved the
+        speculative counters' before/after onto the wrong scrapes of the REAL recordings); what a second call
+        costs is bounded by the families and `MAX_SERIES` (a 69 MiB scrape: 0.7 s, 0.1 MiB)."""
         response = self.request("GET", "/metrics")
         if response.status_code == 404:
             raise NotExposed(f"[{self.spec.name}] GET /metrics: 404 (SGLang needs --enable-metrics)")
         if response.status_code >= 400:
             raise EndpointError(f"[{self.spec.name}] GET /metrics: HTTP {response.status_code}")
-        return parse_metrics(response.text, f"[{self.spec.name}] /metrics")
+        return parse_metrics(response.text, f"[{self.spec.name}] /metrics", families=self.metric_families())
 
     @functools.cached_property
     def log_text(self) -> str:

@@ -13,6 +13,7 @@ import re
 
 from ..core.contract import excerpt
 from ..core.errors import EndpointError, LlmvalError
+from ..io.answers import parse_json
 from .base import Acceptance, CacheHits, EngineAdapter, Fact, KvEvidence, NotExposed, SampledMetrics
 from .identity import ModelEvidence
 from .logs import (
@@ -122,6 +123,7 @@ class SglangAdapter(EngineAdapter):
                                      retracted=RETRACTED_REQS, prefix_cache_queries=PROMPT_TOKENS,
                                      prefix_cache_hits=CACHED_TOKENS, prefix_cache_hit_rate=CACHE_HIT_RATE,
                                      spec_accept_length=SPEC_ACCEPT_LENGTH)
+    read_metrics = frozenset({GENERATION_TOKENS, SPEC_VERIFY_CALLS})
 
     @classmethod
     def detect(cls, adapter: EngineAdapter, owners: list[str]) -> Fact | None:
@@ -130,8 +132,8 @@ class SglangAdapter(EngineAdapter):
             response = adapter.request("GET", path)
             if response.status_code == 200:
                 try:
-                    info = response.json()
-                except ValueError:
+                    info = parse_json(response.text, f"[{adapter.spec.name}] GET {path}")
+                except EndpointError:  # over a bound or not JSON: not SGLang's ServerArgs
                     continue
                 if isinstance(info, dict) and "version" in info and "model_path" in info:
                     return Fact("sglang", f"GET {path} (SGLang ServerArgs keys)", f"version={info.get('version')}")
@@ -156,10 +158,7 @@ class SglangAdapter(EngineAdapter):
             if response.status_code >= 400:
                 raise EndpointError(f"[{self.spec.name}] GET {path}: HTTP {response.status_code}: "
                                     f"{excerpt(response.text)}")
-            try:
-                data = response.json()
-            except ValueError:
-                raise EndpointError(f"[{self.spec.name}] GET {path}: not JSON: {excerpt(response.text, 200)}") from None
+            data = parse_json(response.text, f"[{self.spec.name}] GET {path}")  # EndpointError naming the bound
             if not isinstance(data, dict):
                 raise EndpointError(f"[{self.spec.name}] GET {path}: not a JSON object")
             self._server_info_path = path
@@ -247,8 +246,8 @@ class SglangAdapter(EngineAdapter):
             response = self.request("GET", path)
             if response.status_code == 200:
                 try:
-                    data = response.json()
-                except ValueError:
+                    data = parse_json(response.text, f"[{self.spec.name}] GET {path}")
+                except EndpointError:
                     break
                 return data if isinstance(data, dict) else {}
         return {}

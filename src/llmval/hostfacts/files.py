@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import CommandFailed, LlmvalError
+from ..core.errors import CommandFailed, LlmvalError, ParseError
 from ..core.files import read_regular_text
+from ..core.jsontext import read_json
 from ..inventory import HostSpec, ModelFileSpec
 from ..parsers.files import parse_find_listing, parse_sha256sum
 from ._command import PATH, Command
@@ -61,8 +62,10 @@ class HashCache:
         with open(self.path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                data = json.loads(read_regular_text(self.path, 64 * 2**20)) if self.path.exists() else {}
-            except (json.JSONDecodeError, UnicodeDecodeError, OSError):  # a cache: one not read is rebuilt
+                data = read_json(read_regular_text(self.path, 64 * 2**20), str(self.path), max_chars=64 * 2**20,
+                                 max_values=4_000_000) \
+                    if self.path.exists() else {}
+            except (ParseError, UnicodeDecodeError, OSError):  # a cache: one not read is rebuilt
                 data = {}
             if update is not None:
                 update(data)

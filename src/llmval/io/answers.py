@@ -3,8 +3,9 @@
 A server may answer anything: `{"data": ["m"]}`, a body `[]`, `"choices": "abc"`, JSON nested 100,000 deep.
 Checks read answers as dicts (`card.get("id")`); an answer of another shape must not reach them as a
 traceback and a "contract broken", but be *could not check* naming the shape. `parse_json` decodes a body
-(nesting beyond Python's recursion limit is a clear error too); `checked(Model, data, what)` validates the
-parts a check reads (extra keys allowed: servers add their own) and returns the data unchanged.
+(`llmval.core.jsontext`: over 16 Mi characters, 64 levels deep or an integer of 40 digits is a clear error);
+`checked(Model, data, what)` validates the parts a check reads (extra keys allowed: servers add their own) and
+returns the data unchanged.
 
     >>> checked(ModelList, {"data": ["m"]}, "[e] GET /v1/models")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -14,13 +15,13 @@ parts a check reads (extra keys allowed: servers add their own) and returns the 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.contract import shorten
-from ..core.errors import EndpointError
+from ..core.errors import EndpointError, ParseError
+from ..core.jsontext import read_json
 
 
 class _Shape(BaseModel):
@@ -112,20 +113,10 @@ def checked(model: type[BaseModel], data: object, what: str) -> Any:
     return data
 
 
-MAX_JSON_CHARS = 16 * 2**20
-"""The largest JSON answer parsed: 16 Mi characters. Parsing multiplies its size in memory (56 MiB of
-/v1/models entries took 640 MB to parse, 2.5 GB through a whole run); the largest real answer, a chat completion
-of 32k tokens, is a few hundred kB."""
-
-
-def parse_json(text: str, what: str) -> Any:
-    """The JSON of a body; EndpointError when it is larger than `MAX_JSON_CHARS`, not JSON or nested too deep."""
-    if len(text) > MAX_JSON_CHARS:
-        raise EndpointError(f"{what}: a JSON answer of {len(text)} characters, over the {MAX_JSON_CHARS // 2**20} Mi "
-                            "the suite parses (refused before parsing)")
+def parse_json(text: str | bytes, what: str) -> Any:
+    """The JSON of a body, read by the one JSON reader (`llmval.core.jsontext.read_json`: size, depth and integer
+    bounds); EndpointError naming `what` (the request) when it is over a bound or not JSON."""
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise EndpointError(f"{what}: the JSON is nested too deep to read ({len(text)} characters)") from None
-    except ValueError as error:
-        raise EndpointError(f"{what}: not JSON ({error}): {shorten(text, 200)!r}") from None
+        return read_json(text, what)
+    except ParseError as error:
+        raise EndpointError(f"{what}: {error.reason}") from None

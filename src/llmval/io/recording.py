@@ -44,8 +44,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..core.contract import redact
-from ..core.errors import RecordingError, ReplayMiss
+from ..core.errors import ParseError, RecordingError, ReplayMiss
 from ..core.files import read_regular
+from ..core.jsontext import read_json
 from .command import Key, Rendered, command_key, is_read_only
 
 
@@ -143,6 +144,13 @@ class HttpRecord(BaseModel):
     body_b64: str
     elapsed_s: _Seconds = 0.0
     error: str | None = None
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _pairs_as_tuples(cls, value: object) -> object:
+        """JSON has no tuples: a header pair is read as a list (the strict model takes only tuples)."""
+        return [tuple(pair) if isinstance(pair, list) else pair for pair in value] if isinstance(value, list) \
+            else value
 
     @field_validator("body_b64")
     @classmethod
@@ -247,7 +255,9 @@ def _records(kind: str, path: Path, data: bytes):
             raise RecordingError(f"{path}:{number}", f"not UTF-8 (byte 0x{raw[error.start]:02x} at column "
                                  f"{error.start + 1})") from None
         try:
-            yield number, model.model_validate_json(text)
+            yield number, model.model_validate(read_json(text, f"{path}:{number}", max_chars=MAX_FILE_BYTES))
+        except ParseError as error:
+            raise RecordingError(f"{path}:{number}", error.reason) from None
         except ValidationError as error:
             raise RecordingError(f"{path}:{number}", _problem(error)) from None
 
@@ -284,6 +294,18 @@ class _Folder:
         return loaded
 
 
+def _resolved(folder: Path) -> Path:
+    """`folder` with its links followed; RecordingError naming it when a link on its way leads back to itself
+    (`rec -> rec`, `rec -> ../rec`: Python's RuntimeError or ELOOP, an INTERNALERROR before issue 45.4)."""
+    try:
+        return folder.resolve()
+    except RuntimeError as error:  # Python < 3.13: "Symlink loop from '...'"
+        raise RecordingError(str(folder), f"a symlink loop ({error}): give the folder --record wrote") from None
+    except OSError as error:  # Python >= 3.13, or a folder on the way that cannot be read
+        raise RecordingError(str(folder), f"cannot be followed: {error.strerror or error}: give the folder --record "
+                             "wrote") from None
+
+
 def _answer(item: CommandResult | HttpExchange) -> tuple:
     """What a replay gives back for one record (timings left out: they differ run to run)."""
     if isinstance(item, CommandResult):
@@ -316,9 +338,10 @@ class Replay:
         self._by_family: dict[tuple[str, Key], list[CommandResult]] | None = None
         size, origin = 0, {}
         for folder in self.folders:
-            if folder.resolve() in origin:
-                raise RecordingError(str(folder), f"given twice (also as {origin[folder.resolve()]})")
-            origin[folder.resolve()] = folder
+            real = _resolved(folder)
+            if real in origin:
+                raise RecordingError(str(folder), f"given twice (also as {origin[real]})")
+            origin[real] = folder
             loaded = _Folder.load(folder, MAX_RECORDING_BYTES - size)
             size += loaded.size
             _merge(self._commands, loaded.commands, self.folders[0], folder,
@@ -390,14 +413,23 @@ ENVIRONMENT_FAMILIES = {"process-environ": "lines", "process-env": "lines", "uni
 
 def holds_recording(folder: Path) -> list[str]:
     """The recording files already in `folder` (none when it does not exist), its claim included."""
-    if not folder.is_dir():
+    try:
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if RECORD_FILE_RE.match(p.name) or p.name == CLAIM_FILE)
+    except OSError:  # unreadable: claim_recording says why, naming it
         return []
-    return sorted(p.name for p in folder.iterdir() if RECORD_FILE_RE.match(p.name) or p.name == CLAIM_FILE)
 
 
 def claim_recording(folder: Path) -> None:
-    """Make `folder` this run's recording, atomically: RecordingError when another run holds it (or held it)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Make `folder` this run's recording, atomically: RecordingError when another run holds it (or held it), or
+    when it is no folder (a file, a link that loops: `mkdir` says it exists, or ELOOP)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        what = "not a folder" if isinstance(error, FileExistsError) else f"{error.strerror or error}"
+        raise RecordingError(f"--record {folder}", f"cannot be written: {what} (a file, or a symlink that loops or "
+                             "leads nowhere): record into a new or empty folder") from None
     try:
         fd = os.open(folder / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     except FileExistsError:
@@ -444,8 +476,8 @@ def declared_environment(kind: str, text: str, kept: frozenset[str], hidden: fro
             out.append(line)
         return "\n".join(out) + ("\n" if text.endswith("\n") else "")
     try:
-        containers = json.loads(text)
-    except ValueError:
+        containers = read_json(text, "docker inspect")
+    except ParseError:
         return ""  # not what docker answers: nothing of it is kept
     for container in containers if isinstance(containers, list) else []:
         config = container.get("Config") if isinstance(container, dict) else None

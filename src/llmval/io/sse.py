@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..core.contract import shorten
+from ..core.errors import ParseError
+from ..core.jsontext import read_json
 
 DONE = b"[DONE]"
 MAX_EVENT_BYTES = 2**20
@@ -183,9 +185,10 @@ class OpenAIStream:
             self.is_done = True
             return None
         try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError):
-            raise StreamBroken(f"SSE data is not JSON (event {self.events}): {_text(raw)[:200]!r}") from None
+            body = read_json(raw, f"SSE data, event {self.events}")  # the one bounded JSON reader
+        except ParseError as error:
+            raise StreamBroken(f"SSE data is not JSON (event {self.events}; {error.reason}): "
+                               f"{_text(raw)[:200]!r}") from None
         if not isinstance(body, dict):
             raise StreamBroken(f"SSE data is not a JSON object (event {self.events}): {_text(raw)[:200]!r}")
         choices = body.get("choices")

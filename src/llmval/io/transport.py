@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import selectors
 import signal
 import stat
 import subprocess
@@ -78,16 +79,18 @@ class _Bounded:
             cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, env=self.env,
         )
-        try:
-            stdout, stderr = process.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
+        stdout, stderr, is_done = _capture(process, time.monotonic() + self.timeout_s)
+        if not is_done:
             _kill_group(process)
-            try:  # a grandchild that left the group may still hold the pipes: do not wait for it
-                stdout, stderr = process.communicate(timeout=2)
-            except subprocess.TimeoutExpired:
-                stdout, stderr = b"", b"(output lost: a child process outside the group kept the pipes open)"
-            raise _Timeout(stdout or b"", stderr or b"") from None
-        return self.result(process.returncode, cmd, stdout, stderr)  # type: ignore[attr-defined]
+            # a grandchild that left the group may still hold the pipes: read on 2 s at most, then let it be
+            more_out, more_err, is_drained = _capture(process, time.monotonic() + 2, stdout, stderr)
+            if not is_drained:
+                more_err.write(b"(output lost: a child process outside the group kept the pipes open)")
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+            raise _Timeout(more_out.value(), more_err.value()) from None
+        return self.result(process.returncode, cmd, stdout.value(), stderr.value())  # type: ignore[attr-defined]
 
     def run_ssh(self, command: str) -> TestinfraResult:
         """testinfra's run_ssh, minus its RuntimeError on rc 255 (Connection turns that into HostUnreachable)."""
@@ -95,6 +98,97 @@ class _Bounded:
         out = self.run_local(" ".join(cmd), *cmd_args)
         out.command = self.encode(command)  # type: ignore[attr-defined]
         return out
+
+
+MAX_OUTPUT_BYTES = 16 * 2**20
+"""What is kept of each stream (stdout, stderr) of a host command: 16 MiB, its first and last 8 MiB. The largest
+real output read is a few hundred kB (`nvidia-smi -q -x` of 8 GPUs, an engine log's evidence lines); a command
+that prints 1.5 GB (a log without its filter, /dev/zero through a wrong path) took 2,955 MiB and a MemoryError."""
+MAX_OUTPUT_LINES = 200_000
+"""...and of its lines: the first and last 100,000 (a parser splits the output into lines: 16 MiB of empty lines
+would be 16 M strings, 900 MB)."""
+
+
+class _Kept:
+    """One stream of a command, bounded as it is read: its head and tail kept, the middle counted, never held."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def write(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = MAX_OUTPUT_BYTES // 2 - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > MAX_OUTPUT_BYTES:  # trimmed now and then, not per chunk: linear in what is read
+                del self.tail[:-(MAX_OUTPUT_BYTES // 2)]
+
+    def value(self) -> bytes:
+        """The stream whole when within both caps; else its first and last bytes (and lines) around one line
+        saying what was cut."""
+        lines = MAX_OUTPUT_LINES // 2
+        if self.total == len(self.head) + len(self.tail) <= MAX_OUTPUT_BYTES:  # nothing dropped yet
+            whole = bytes(self.head + self.tail)
+            if whole.count(b"\n") <= MAX_OUTPUT_LINES:
+                return whole
+            head = tail = whole  # within the bytes, over the lines: both ends cut from the whole
+        else:
+            head, tail = bytes(self.head), bytes(self.tail[-(MAX_OUTPUT_BYTES // 2):])
+        if head.count(b"\n") > lines:
+            head = head[:_nth_newline(head, lines) + 1]
+        if tail.count(b"\n") > lines:
+            tail = tail[_nth_newline_from_end(tail, lines + 1) + 1:]
+        cut = self.total - len(head) - len(tail)
+        said = (f"\n[llmval: {cut} bytes of this output cut here: it printed {self.total} bytes; the first and last "
+                f"{MAX_OUTPUT_BYTES // 2**21} MiB and {lines} lines of it are kept]\n")
+        return head + said.encode() + tail
+
+
+def _nth_newline(data: bytes, n: int) -> int:
+    at = -1
+    for _ in range(n):
+        at = data.index(b"\n", at + 1)
+    return at
+
+
+def _nth_newline_from_end(data: bytes, n: int) -> int:
+    at = len(data)
+    for _ in range(n):
+        at = data.rindex(b"\n", 0, at)
+    return at
+
+
+def _capture(process: subprocess.Popen, deadline: float, stdout: _Kept | None = None,
+             stderr: _Kept | None = None) -> tuple[_Kept, _Kept, bool]:
+    """Read both pipes of `process` until they close and it exits, or until `deadline`; each stream kept within
+    `MAX_OUTPUT_BYTES`/`MAX_OUTPUT_LINES` while it is read. (stdout, stderr, whether it finished in time)."""
+    stdout, stderr = stdout or _Kept(), stderr or _Kept()
+    streams = {process.stdout: stdout, process.stderr: stderr}
+    with selectors.DefaultSelector() as selector:
+        for pipe in streams:
+            if pipe is not None and not pipe.closed:
+                selector.register(pipe, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return stdout, stderr, False
+            for key, _ in selector.select(min(left, 1.0)):
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    streams[key.fileobj].write(chunk)  # type: ignore[index]
+                else:
+                    selector.unregister(key.fileobj)
+                    key.fileobj.close()  # type: ignore[union-attr]
+    try:
+        process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:  # closed its pipes but runs on
+        return stdout, stderr, False
+    return stdout, stderr, True
 
 
 def _kill_group(process: subprocess.Popen) -> None:

@@ -25,6 +25,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from ..core.errors import ParseError
+from ..core.jsontext import read_json
 from ._errors import PortHeld
 from ._proc import ProcessInfo, launch_id_of, listeners
 
@@ -101,8 +103,8 @@ def _open_lock(path: Path) -> int:
 def _holder(fd: int) -> str:
     """The run that holds the lock, from what it wrote into the file."""
     try:
-        said = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except (OSError, ValueError):
+        said = read_json(os.pread(fd, 4096, 0) or b"{}", "the launch lock file")
+    except (OSError, ParseError):
         said = {}
     if not isinstance(said, dict) or "pid" not in said:
         return "a run that wrote nothing into the lock"

@@ -22,6 +22,7 @@ import httpx
 
 from ..core.contract import redact, visible
 from ..core.errors import EndpointError, HostError
+from ..io.answers import parse_json
 from ..io.command import Rendered
 from ..io.http import httpx_errors
 from ..io.transport import Connection
@@ -168,11 +169,13 @@ def endpoint_probe(client: httpx.Client, model: str, *, timeout_s: float, plain_
         try:
             with httpx_errors():
                 models = client.get("/v1/models", timeout=timeout_s)
-            data = models.json().get("data") if models.status_code == 200 else None
         except EndpointError as error:
             return f"GET /v1/models: {error.kind}: {error.detail[:120]}"
-        except (ValueError, AttributeError) as error:
-            return f"GET /v1/models: {type(error).__name__}: {str(error)[:120]}"
+        try:
+            said = parse_json(models.text, "GET /v1/models") if models.status_code == 200 else None
+        except EndpointError as error:  # not JSON, or over a bound: not ready (yet), in the reader's words
+            return str(error)[:200]
+        data = said.get("data") if isinstance(said, dict) else None
         if not isinstance(data, list):
             return f"GET /v1/models: HTTP {models.status_code}, no model list"
         served = sorted(str(card.get("id")) for card in data if isinstance(card, dict))

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..core.errors import ParseError
 from ..core.files import read_regular_text
+from ..core.jsontext import read_json
 from ._calibrate import MAX_STEPS_S, Calibration
 from ._engine import server_key
 from ._runner import LoadRun
@@ -281,12 +282,14 @@ class BaselineStore:
         if not path.is_file():
             return None
         try:
-            body = json.loads(read_regular_text(path, 16 * 2**20))
+            body = read_json(read_regular_text(path, 16 * 2**20), str(path), allow_nan=True)
             baseline = Baseline(path=path, identity=body["identity"], workload=body["workload"],
                                 metrics=body["metrics"], saved_at=body.get("saved_at", "?"),
                                 calibration=body.get("calibration"))  # absent in files saved before baselines kept it
             if not isinstance(baseline.metrics, dict):
                 raise TypeError(f"metrics is {type(baseline.metrics).__name__}, not a table")
+        except ParseError as error:
+            raise ParseError(str(path), f"not a baseline file: {error.reason}") from None
         except (ValueError, KeyError, TypeError, OSError) as error:
             raise ParseError(str(path), f"not a baseline file: {error}") from None
         problems = _metric_problems(baseline.metrics)

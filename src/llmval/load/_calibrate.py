@@ -33,7 +33,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ..core.errors import LlmvalError
+from ..core.errors import LlmvalError, ParseError
+from ..core.jsontext import read_json
 from ..inventory import PerfSpec, scaled
 from ..inventory.perf import MIN_REQUEST_RATE
 
@@ -181,8 +182,8 @@ def calibrate(cpus: set[int] | tuple[int, ...], *, seconds: float = DEFAULT_SECO
         raise MachineNotCalibrated(f"the machine calibration did not finish within {timeout_s:.0f} s: {error}") \
             from error
     try:
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError) as error:
+        result = read_json(done.stdout.strip().splitlines()[-1], "the machine calibration's result")
+    except (IndexError, ParseError) as error:
         raise MachineNotCalibrated(f"the machine calibration (`{' '.join(command)}`) exited {done.returncode} "
                                    f"without a result: {done.stderr.strip()[-300:]}") from error
     return Calibration(steps_s=float(result["steps_s"]), cpus=cpus, steps=int(result["steps"]),

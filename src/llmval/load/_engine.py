@@ -24,9 +24,11 @@ from dataclasses import dataclass
 
 import httpx
 
+from ..core.errors import EndpointError
 from ..engines import EngineAdapter
 from ..engines.metrics import Metrics, parse_metrics
 from ..engines.ranges import outside_ranges
+from ..io.answers import ModelList, checked, parse_json
 from ..io.http import httpx_errors
 
 
@@ -64,7 +66,7 @@ class EngineCounters:
 
     @classmethod
     def from_text(cls, text: str, engine: type[EngineAdapter]) -> EngineCounters:
-        return cls(engine, parse_metrics(text))
+        return cls(engine, parse_metrics(text, families=engine.metric_families()))
 
     @property
     def is_idle(self) -> bool | None:
@@ -132,22 +134,27 @@ async def server_identity(client: httpx.AsyncClient, *, endpoint: str, engine: t
     """What makes runs of this server comparable; `server_key(identity)` is its short hash."""
     identity: dict = {"endpoint": endpoint, "engine": engine.kind, "base_url": base_url}
     if (models := await _get(client, "/v1/models", endpoint)) is not None:
-        identity["models"] = sorted(
-            ({k: m.get(k) for k in ("id", "root", "max_model_len")} for m in models.json().get("data", [])),
-            key=lambda m: str(m["id"]))
+        what = f"[{endpoint}] GET /v1/models"
+        cards = checked(ModelList, parse_json(models.text, what), what)["data"]
+        identity["models"] = sorted(({k: m.get(k) for k in ("id", "root", "max_model_len")} for m in cards),
+                                    key=lambda m: str(m["id"]))
     if (version := await _get(client, "/version", endpoint)) is not None:
         try:
-            identity["version"] = version.json().get("version")
-        except ValueError:
-            identity["version"] = version.text[:80]
+            said = parse_json(version.text, f"[{endpoint}] GET /version")
+        except EndpointError:  # not JSON (or over a bound): its first words name the version as well as any
+            said = None
+        identity["version"] = said.get("version") if isinstance(said, dict) else version.text[:80]
     info = None
     for path in engine.identity_info_paths:
         if (answer := await _get(client, path, endpoint)) is not None:
-            info = answer.json()
+            info = parse_json(answer.text, f"[{endpoint}] GET {path}")
+            if not isinstance(info, dict):
+                raise EndpointError(f"[{endpoint}] GET {path}: the answer is not a JSON object "
+                                    f"({type(info).__name__})")
             break
     metrics = None
     if (scrape := await _get(client, "/metrics", endpoint)) is not None:
-        metrics = parse_metrics(scrape.text)
+        metrics = parse_metrics(scrape.text, f"[{endpoint}] GET /metrics", families=engine.metric_families())
     identity.update(engine.identity_extras(info, metrics))
     if declared:
         identity["declared"] = declared

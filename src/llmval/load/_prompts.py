@@ -20,6 +20,7 @@ import httpx
 
 from ..core.contract import excerpt
 from ..core.errors import EndpointError, EndpointUnreachable, TokenizeFailed
+from ..io.answers import parse_json
 from ..io.http import httpx_errors, json_of
 
 _WORD_TEXT = (
@@ -72,8 +73,8 @@ async def _tokenize(client: httpx.AsyncClient, model: str, text: str, endpoint: 
     if response.status_code != 200:
         raise TokenizeFailed(f"[{endpoint}] POST /tokenize: HTTP {response.status_code}: {excerpt(response.text)}")
     try:
-        tokens = response.json()["tokens"]
-    except (ValueError, KeyError, TypeError) as error:
+        tokens = parse_json(response.text, f"[{endpoint}] POST /tokenize")["tokens"]
+    except (EndpointError, KeyError, TypeError) as error:
         raise TokenizeFailed(f"[{endpoint}] POST /tokenize: HTTP 200 without token ids "
                              f"({type(error).__name__}): {excerpt(response.text)}") from None
     if not isinstance(tokens, list):
@@ -106,7 +107,11 @@ async def _detokenize(client: httpx.AsyncClient, model: str, tokens: list[int], 
     response = await client.post("/detokenize", json={"model": model, "tokens": tokens})
     if response.status_code != 200:
         raise EndpointError(f"[{endpoint}] POST /detokenize: HTTP {response.status_code}: {response.text[:300]!r}")
-    return str(response.json()["prompt"])
+    what = f"[{endpoint}] POST /detokenize"
+    data = parse_json(response.text, what)
+    if not isinstance(data, dict) or "prompt" not in data:
+        raise EndpointError(f"{what}: HTTP 200 without a `prompt`: {excerpt(response.text)}")
+    return str(data["prompt"])
 
 
 async def build_prompt(client: httpx.AsyncClient, *, model: str, input_len: int, nonce: str, index: int,

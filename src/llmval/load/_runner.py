@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -18,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 import httpx
 
 from ..core.errors import LlmvalError
+from ..core.jsontext import read_json
 from ..engines import EngineAdapter
 from ._arrivals import poisson_offsets
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
@@ -132,7 +132,7 @@ def sender(client: httpx.AsyncClient | WireClient, clock: Clock = time.perf_coun
         return lambda payload, record: client.stream(payload, record=record)
 
     async def send(payload: dict | bytes, record: RequestRecord) -> RequestRecord:
-        body = payload if isinstance(payload, dict) else json.loads(payload)
+        body = payload if isinstance(payload, dict) else read_json(payload, "a load request's payload")
         return await stream_completion(client, body, clock=clock, record=record)
 
     return send

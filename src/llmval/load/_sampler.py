@@ -29,7 +29,7 @@ import httpx
 from ..core.errors import LlmvalError
 from ..engines import EngineAdapter
 from ..engines.base import GAUGE_RANGES, MEAN_KEYS, OPTIONAL_KEYS, CacheHits
-from ..engines.metrics import Metrics, parse_metrics
+from ..engines.metrics import Metrics, kept_lines, parse_metrics
 from ..engines.ranges import out_of_range
 from ..io.http import httpx_errors
 
@@ -119,9 +119,9 @@ def _mean(metrics: Metrics, name: str) -> float | None:
 
 
 def keep_lines(text: str, names: tuple[str, ...]) -> str:
-    """The lines of `text` that belong to `names` (samples, and their `# TYPE` lines so counters stay counters)."""
-    types = tuple(f"# TYPE {n}" for n in names)
-    return "\n".join(line for line in text.splitlines() if line.startswith(names) or line.startswith(types)) + "\n"
+    """The lines of `text` that belong to `names` (samples, and their `# TYPE` lines so counters stay counters): the
+    engines' one filter, `llmval.engines.metrics.kept_lines` (ParseError past its series and line bounds)."""
+    return kept_lines(text, names)
 
 
 def build_samples(engine: type[EngineAdapter], interval_s: float, scrapes: list[tuple[float, str]],
@@ -181,7 +181,12 @@ class MetricsSampler:
             self._failures.append(f"at {started - self._opened:.1f} s: GET /metrics answered "
                                   f"HTTP {response.status_code}")
             return
-        self._scrapes.append((started - self._opened, keep_lines(response.text, self.names)))
+        try:
+            kept = keep_lines(response.text, self.names)
+        except LlmvalError as error:  # over a bound: this sample is a failure, named; the window goes on
+            self._failures.append(f"at {started - self._opened:.1f} s: {error}")
+            return
+        self._scrapes.append((started - self._opened, kept))
 
     async def _loop(self) -> None:
         due = self.clock()

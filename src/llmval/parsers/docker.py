@@ -13,10 +13,10 @@ as a clean stop.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from ..core.errors import ParseError
+from ..core.jsontext import read_json
 from .env import parse_env_assignments
 
 EXIT_SIGNALS = {137: "SIGKILL (128+9: killed, often by the OOM killer or `docker kill`)",
@@ -62,10 +62,7 @@ class ContainerInfo:
 
 
 def parse_docker_inspect(text: str) -> ContainerInfo:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ParseError("docker inspect", f"not JSON ({error})", text[:200]) from None
+    data = read_json(text, "docker inspect")  # ParseError naming it: not JSON, or over a bound
     if isinstance(data, list):
         if len(data) != 1:
             raise ParseError("docker inspect", f"expected one container, got {len(data)}", text[:200])

@@ -9,10 +9,10 @@
 from __future__ import annotations
 
 import ipaddress
-import json
 from dataclasses import dataclass
 
 from ..core.errors import ParseError
+from ..core.jsontext import read_json
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,7 @@ class Link:
 
 def parse_ip_addr(text: str) -> dict[str, Link]:
     """Interfaces by name from `ip -j addr`."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ParseError("ip -j addr", f"not JSON ({error})", text[:200]) from None
+    data = read_json(text, "ip -j addr")  # ParseError naming it: not JSON, or over a bound
     if not isinstance(data, list):
         raise ParseError("ip -j addr", "top level is not a list", text[:200])
     links = {}

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..core.errors import ParseError
+from ..core.jsontext import read_json
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,11 @@ def _json_list(text: str, what: str) -> list:
     lines = text.strip().splitlines()
     if lines and lines[-1].strip() == EMPTY_LIST:
         return []
-    try:
-        data = json.loads(_json_start(text))
-    except json.JSONDecodeError as error:
-        raise ParseError(f"ray {what} JSON", f"not JSON ({error})", text[:200]) from None
+    data = read_json(_json_start(text), f"ray {what} JSON")  # ParseError naming it: not JSON, or over a bound
     if isinstance(data, dict):
-        data = data.get("data", {}).get("result", {}).get("result", data.get("result"))
+        envelope = data.get("data")
+        inner = envelope.get("result") if isinstance(envelope, dict) else None
+        data = inner.get("result", data.get("result")) if isinstance(inner, dict) else data.get("result")
     if not isinstance(data, list) or not all(isinstance(entry, dict) for entry in data):
         raise ParseError(f"ray {what} JSON", f"expected a list of {what}", text[:200])
     return data
@@ -112,6 +112,17 @@ def parse_ray_nodes_table(text: str) -> list[RayNode]:
     return nodes
 
 
+def _gpus(entry: dict, key: str) -> float:
+    """The GPU count of a node's resources (`{"GPU": 1.0}`; none listed: 0); ParseError naming the key when the
+    resources are not an object of numbers (`"resources_total": "abc"`)."""
+    resources = entry.get(key) or {}
+    gpus = resources.get("GPU", 0) if isinstance(resources, dict) else None
+    if isinstance(gpus, bool) or not isinstance(gpus, int | float):
+        raise ParseError("ray nodes JSON", f"`{key}` is not an object whose GPU is a number",
+                         json.dumps(entry)[:200])
+    return float(gpus)
+
+
 def parse_ray_nodes(text: str) -> list[RayNode]:
     """Both JSON shapes: State API (`state`, `node_ip`, `resources_total`) and `ray.nodes()` (`Alive`,
     `Resources`); the State API's table form where the output is no JSON but a `Table:` (`parse_ray_nodes_table`)."""
@@ -123,11 +134,11 @@ def parse_ray_nodes(text: str) -> list[RayNode]:
         if "state" in entry:
             nodes.append(RayNode(str(entry.get("node_id", "")), str(entry.get("node_ip", "")),
                                  entry["state"] == "ALIVE", bool(entry.get("is_head_node")),
-                                 float((entry.get("resources_total") or {}).get("GPU", 0)), entry["state"],
+                                 _gpus(entry, "resources_total"), str(entry["state"]),
                                  str(entry.get("state_message") or "")))
         elif "Alive" in entry:
             nodes.append(RayNode(str(entry.get("NodeID", "")), str(entry.get("NodeManagerAddress", "")),
-                                 bool(entry["Alive"]), False, float((entry.get("Resources") or {}).get("GPU", 0)),
+                                 bool(entry["Alive"]), False, _gpus(entry, "Resources"),
                                  "ALIVE" if entry["Alive"] else "DEAD"))
         else:
             raise ParseError("ray nodes JSON", "node has neither `state` nor `Alive`", json.dumps(entry)[:200])
@@ -161,7 +172,7 @@ class RayJob:
 def _int_or_none(value) -> int | None:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

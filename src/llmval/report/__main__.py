@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..core.errors import LlmvalError
 from ..inventory import load_inventory
-from .files import plots_written_since, write_report
+from .files import ReportsNotWritable, plots_written_since, reports_lock, write_report
 from .html import render_html
 from .results import RESULTS_FILE, history_files, load_results, parse_results
 from .status import build_status, render_markdown
@@ -25,6 +25,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("reports_dir", nargs="?", default="reports", type=Path)
     parser.add_argument("--inventory", type=Path, help="inventory TOML (default: the one results.json names)")
     args = parser.parse_args(argv)
+    if not args.reports_dir.is_dir():
+        return _render(args)  # says there are no results to render
+    try:
+        with reports_lock(args.reports_dir):  # the set it reads is one run's, and a run's writer waits for it
+            return _render(args)
+    except ReportsNotWritable as error:
+        print(f"llmval.report: {error}", file=sys.stderr)
+        return 4
+
+
+def _render(args: argparse.Namespace) -> int:
     try:
         results = parse_results(load_results(args.reports_dir / RESULTS_FILE))  # typed once, read by every report
         inventory = load_inventory(args.inventory or Path(results.inventory))

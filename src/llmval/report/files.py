@@ -13,6 +13,10 @@ The suite often runs as root, and the reports folder may be shared: a `status.md
   (llmval.core.verdict; pytest's own text in fixtures/reporting.py; inventory text as the status document shows it).
 - `unlink_planted_link(path)` removes a symlink where pytest's junitxml (which opens its path itself) would
   write, so junit too replaces a link instead of writing through it.
+- `reports_lock(folder)` is held while a run writes its set (results.json and its history copy, status.md,
+  report.html, junit.xml): two runs on one folder write one set after the other, never interleaved (issue 45.6:
+  before, one run's results.json and status.md could sit beside the other's junit.xml); a reader that takes it
+  `shared` sees one run's set whole.
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -24,9 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import os
 import tempfile
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..core.errors import LlmvalError
@@ -95,6 +101,37 @@ def remove_stale(paths: Iterable[Path]) -> list[Path]:
                 path.unlink()
                 removed.append(path)
     return removed
+
+
+LOCK_FILE = ".llmval-reports.lock"
+"""The lock file in a reports folder (an empty file; the lock is `flock` on it, released when its holder exits)."""
+LOCK_WAIT_S = 300.0
+"""How long a run waits for another run on the same folder to finish writing its reports (a few seconds each)."""
+
+
+@contextlib.contextmanager
+def reports_lock(folder: Path, *, shared: bool = False, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold the lock on reports folder `folder` (exclusive to write a set of reports, `shared` to read one);
+    ReportsNotWritable naming the folder when it cannot be opened or another run keeps it past `wait_s`."""
+    path = Path(folder) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        raise _refuse(Path(folder), f"its lock {LOCK_FILE} cannot be opened ({error.strerror or error})") from None
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise _refuse(Path(folder), f"another run kept its lock {LOCK_FILE} for {wait_s:g} s "
+                                  "while writing its reports") from None
+                time.sleep(0.05)  # bounded polling: the holder releases it within seconds, or its exit does
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def unlink_planted_link(path: Path) -> None:

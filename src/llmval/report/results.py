@@ -16,8 +16,9 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..core.errors import LlmvalError
+from ..core.errors import LlmvalError, ParseError
 from ..core.files import read_regular_text
+from ..core.jsontext import read_json
 from ..core.verdict import Cause, Measured, Verdict
 from .scope import RunScope, recorded_scope, scope_of_document
 
@@ -277,15 +278,21 @@ def document_bytes(document: dict) -> bytes:
 
 MAX_RESULTS_BYTES = 64 * 2**20
 """The largest results JSON read (a 64-host run's is a few MB)."""
+MAX_RESULTS_VALUES = 4_000_000
+"""The most JSON values read of one (a 256-host run's holds about 250,000; 4 M of the worst shape parse to about
+300 MiB)."""
 
 
 def load_results(path: Path) -> dict:
     """Read a results JSON written by write_results; a missing or malformed file is an LlmvalError."""
     try:
-        document = json.loads(read_regular_text(path, MAX_RESULTS_BYTES))  # regular files only (history/)
+        document = read_json(read_regular_text(path, MAX_RESULTS_BYTES), str(path),  # regular files only (history/)
+                             max_chars=MAX_RESULTS_BYTES, max_values=MAX_RESULTS_VALUES, allow_nan=True)
     except FileNotFoundError:
         raise LlmvalError(f"no results JSON at {path}: run the contract first (pytest -m smoke)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except ParseError as error:
+        raise LlmvalError(f"cannot read results JSON {path}: {error.reason}") from None
+    except (OSError, UnicodeDecodeError) as error:
         raise LlmvalError(f"cannot read results JSON {path}: {error}") from None
     if not isinstance(document, dict) or "tests" not in document or "deployment" not in document:
         raise LlmvalError(f"{path} is not a results JSON (no 'deployment'/'tests' keys)")

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..engines.base import EngineAdapter
+from ..io.answers import ChatCompletion, checked, parse_json
 from .catalogue import CATEGORIES, ToolCase
 from .validate import Answer, Problem, Verdict, excerpt, judge
 
@@ -99,7 +100,8 @@ def run_case(adapter: EngineAdapter, case: ToolCase, *, variant: str, tool_choic
         verdict = _http_failure(response.status_code, response.text)
         record = {"response_status": response.status_code, "response": response.text[:20000]}
     else:
-        data = response.json()
+        what = f"[{adapter.spec.name}] POST /v1/chat/completions ({case.id})"
+        data = checked(ChatCompletion, parse_json(response.text, what), what)
         verdict = judge(case, Answer.from_completion(data), max_tokens=case.max_tokens)
         # An aborted answer's calls (none, or half of one) are no reference: the stream is judged on its own.
         reference = None if verdict.is_engine_abort else verdict.calls

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from jsonschema import Draft202012Validator
 
+from ..core.errors import ParseError
+from ..core.jsontext import read_json
 from ..engines.stream import REASONING_KEYS
 from .catalogue import MARKUP_SENTINELS, ToolCase
 
@@ -160,11 +162,12 @@ def judge(case: ToolCase, answer: Answer, *, max_tokens: int, reference: list[tu
             calls.append((name, raw))
             continue
         try:
-            args = json.loads(raw)
-        except json.JSONDecodeError as error:
+            args = read_json(raw, f"{where} arguments")
+        except ParseError as error:
             kind = "truncated" if raw.strip() and raw.strip()[-1] not in "}]" else "not_json"
-            problems.append(Problem(kind, f"{where}: arguments do not parse ({error.msg} at {error.pos} of "
-                                    f"{len(raw)} chars)", excerpt(raw[max(0, error.pos - 80):])))
+            position = error.position if error.position is not None else 0
+            problems.append(Problem(kind, f"{where}: arguments do not parse ({error.reason} of {len(raw)} chars)",
+                                    excerpt(raw[max(0, position - 80):])))
             calls.append((name, raw))
             continue
         calls.append((name, args))

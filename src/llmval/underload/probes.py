@@ -24,11 +24,12 @@ from typing import Protocol
 
 import httpx
 
-from ..core.errors import LlmvalError
+from ..core.errors import EndpointError, LlmvalError
 from ..engines import EngineAdapter, adapter_class
 from ..grid import ServerTokenCounter, ask, generated_text, not_a_retrieval, prompt_text
 from ..inventory import EndpointSpec, NiahSpec
 from ..inventory.perf import CorrectnessSpec
+from ..io.answers import ChatCompletion, checked, parse_json
 from ..needle import build_trial, score_answer
 from ..needle.grid import Cell, TrialPrompt, plan_cells
 from ..toolcalls import Answer, ToolCase, build_catalogue, judge
@@ -137,8 +138,9 @@ class ToolCallProbe:
             text = f"HTTP {response.status_code}: {response.text[:300]}"
             return ProbeAnswer(self.id, text, False, False, f"invalid: {text}", took)
         try:
-            answer = Answer.from_completion(response.json())
-        except (ValueError, AttributeError, TypeError) as error:
+            what = f"probe {self.id}"
+            answer = Answer.from_completion(checked(ChatCompletion, parse_json(response.text, what), what))
+        except (EndpointError, ValueError, AttributeError, TypeError) as error:
             return ProbeAnswer(self.id, response.text[:TEXT_LIMIT], False, False,
                                f"invalid: not a chat completion ({type(error).__name__})", took)
         verdict = judge(self.case, answer, max_tokens=self.case.max_tokens)
