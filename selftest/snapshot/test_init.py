@@ -40,11 +40,13 @@ def test_init_writes_a_valid_inventory_and_its_runners(platform, tmp_path, capsy
     assert [e.engine for e in inventory.endpoints] == [platform]
     assert inventory.deployment.name == f"ops-{platform}"
     service = (folder / "systemd" / "llmval-smoke@.service").read_text()
-    assert "ExecStart=%f/.venv/bin/pytest --inventory=inventory.toml -m smoke --wait-ready=900" in service
+    assert "exec %f/.venv/bin/pytest --inventory=inventory.toml -m smoke --wait-ready=900 \"$$@\"'" in service
     assert "WorkingDirectory=%f" in service and "PrivateTmp=yes" not in service
     assert "Unit=llmval-smoke@%i.service" in (folder / "systemd" / "llmval-smoke@.timer").read_text()
     # issue 47: every run writes its Prometheus textfile into the collector's folder (overridable), a failure notifies
-    assert (f"--prometheus-textfile=${{LLMVAL_TEXTFILE_DIR}}/llmval-ops-{platform}.prom" in service
+    # (only where the collector's folder exists: a host without node_exporter still gets its smoke verdict)
+    assert (f'if [ -d "$$LLMVAL_TEXTFILE_DIR" ]; then set -- "--prometheus-textfile=$$LLMVAL_TEXTFILE_DIR/'
+            f'llmval-ops-{platform}.prom"; else echo "llmval: no folder' in service
             and "Environment=LLMVAL_TEXTFILE_DIR=/var/lib/prometheus/node-exporter" in service)
     assert "\nOnFailure=llmval-notify@%n.service\n" in service
     assert "ExecStart=" in (folder / "systemd" / "llmval-notify@.service").read_text()
@@ -64,8 +66,8 @@ def test_init_writes_a_valid_inventory_and_its_runners(platform, tmp_path, capsy
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here")
 @pytest.mark.parametrize("repo", ["/tmp/llmval-ops-selftest", "/srv/llmval ops"])
 def test_the_template_units_resolve_to_the_repo_wherever_it_lives(repo, tmp_path, capsys):
-    """`systemd-analyze verify` of an instance for `repo`: %f becomes the repo, ExecStart names its venv's pytest
-    (here missing: verify says so for exactly that path, the one check that needs the repo to exist)."""
+    """`systemd-analyze verify` of an instance for `repo`: the three units verify clean (ExecStart is /bin/sh, which
+    runs the repo's venv's pytest: %f, the repo, inside its command, which verify does not read)."""
     assert main(["init", str(tmp_path / "ops"), "--engine", "sglang"]) == 0
     instance = subprocess.run(["systemd-escape", "--path", repo], capture_output=True, text=True,
                               check=True).stdout.strip()
@@ -82,8 +84,35 @@ def test_the_template_units_resolve_to_the_repo_wherever_it_lives(repo, tmp_path
                              str(units / f"llmval-smoke@{instance}.timer"), str(units / notify)],
                             capture_output=True, text=True, timeout=60)
     problems = [line for line in (verify.stdout + verify.stderr).splitlines() if line.strip()]
-    assert problems == [f"llmval-smoke@{instance}.service: Command {repo}/.venv/bin/pytest is not executable: "
-                        "No such file or directory"], problems
+    assert problems == [], problems
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("collector", [True, False], ids=["node_exporter", "no-node_exporter"])
+def test_the_smoke_unit_writes_the_textfile_only_where_the_collector_folder_is(collector, tmp_path, capsys):
+    """The unit's ExecStart as systemd runs it (%f the repo, `$$` a `$`, the unit's environment): with the collector's
+    folder it passes --prometheus-textfile into it; without it, pytest runs all the same, the journal says why."""
+    assert main(["init", str(tmp_path / "ops"), "--engine", "sglang"]) == 0
+    service = (tmp_path / "ops" / "systemd" / "llmval-smoke@.service").read_text()
+    command = next(line for line in service.splitlines() if line.startswith("ExecStart="))[len("ExecStart="):]
+    repo = tmp_path / "repo"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    stand_in = repo / ".venv" / "bin" / "pytest"  # says the arguments it was given, one a line
+    stand_in.write_text('#!/bin/sh\nfor a in "$@"; do echo "arg: $a"; done\n')
+    stand_in.chmod(0o755)
+    collector_dir = tmp_path / "node-exporter"
+    if collector:
+        collector_dir.mkdir()
+    argv = shlex.split(command.replace("%f", str(repo)).replace("$$", "$"))
+    ran = subprocess.run(argv, capture_output=True, text=True, timeout=30,
+                         env={"PATH": os.environ["PATH"], "LLMVAL_TEXTFILE_DIR": str(collector_dir)})
+    assert ran.returncode == 0, ran.stderr
+    args = [line[len("arg: "):] for line in ran.stdout.splitlines() if line.startswith("arg: ")]
+    assert args[:4] == ["--inventory=inventory.toml", "-m", "smoke", "--wait-ready=900"]
+    if collector:
+        assert args[4:] == [f"--prometheus-textfile={collector_dir}/llmval-ops.prom"], ran.stdout
+    else:
+        assert args[4:] == [] and f"no folder {collector_dir}: this run writes no Prometheus textfile" in ran.stdout
 
 
 def test_init_never_overwrites(tmp_path, capsys):
