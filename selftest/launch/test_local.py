@@ -181,6 +181,23 @@ def test_a_launch_refused_for_a_taken_port_names_the_holder_and_the_fix_on_every
 
 
 @pytest.mark.subprocess
+def test_a_taken_port_shared_by_two_checks_is_printed_line_by_line(tmp_path):
+    """The launch and the contract's own test share the cause (one root, two checks): the terminal printed its
+    second line, the holder and the fix, after a literal backslash-n on the first."""
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", STUB_PORT))
+        squatter.listen()
+        done = subprocess.run(_contract_run(tmp_path, INVENTORIES / "launch-stub-server.toml",
+                                            str(ROOT / "selftest" / "data" / "launch" / "blocking_contract.py")),
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 10, done.stdout[-3000:]
+    block = done.stdout.split("root cause(s), what each explains under it")[1]
+    assert "checks (PortInUse), one cause: --launch: the stack did not come up (PortInUse)" in block, block
+    assert "\\n" not in block and "\n    The suite will not attach to a server it did not start" in block, block
+
+
+@pytest.mark.subprocess
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_killing_the_run_mid_test_still_tears_down(tmp_path, sig):
     args = _contract_run(tmp_path, INVENTORIES / "launch-stub-server.toml",
