@@ -142,6 +142,13 @@ def test_html_puts_status_first_embeds_plots_and_escapes(kpro6, runs, tmp_path):
     assert '<span class="verdict" style="background:#cf222e">RED</span>' in page
 
 
+def test_a_status_md_below_the_reports_folder_links_the_plots_where_they_are(kpro6, runs):
+    """A replay's or partial run's status.md is one folder below reports/, where the run writes its plots."""
+    doc = build_status(runs[1], kpro6, plots=["niah-grid.png"])
+    assert "![niah-grid.png](niah-grid.png)" in render_markdown(doc)
+    assert "![niah-grid.png](../niah-grid.png)" in render_markdown(doc, "../")
+
+
 def test_values_with_markup_characters_render_literally(kpro6, tmp_path):
     record = {"subject": "kpro6-ct129", "check": "hosts.env.token", "expected": "***",
               "observed": "*** | <b>x</b> `y`", "ok": False}

@@ -756,7 +756,7 @@ def _broke_markdown(section: Section) -> list[str]:
     return [*lines, ""]
 
 
-def render_markdown(doc: StatusDocument) -> str:
+def render_markdown(doc: StatusDocument, plots_at: str = "") -> str:
     """The document as GitHub-flavoured Markdown (reports/status.md)."""
     lines = [f"# {doc.title}", "", f"{doc.summary[0]}  " if doc.summary else "", ""]
     if doc.broke is not None:  # what broke comes before everything else a person would scroll past
@@ -779,7 +779,9 @@ def render_markdown(doc: StatusDocument) -> str:
         if section.items or section.tables:
             lines.append("")
     if doc.plots:
-        lines += ["## Plots", ""] + [f"![{name}]({name})" for name in doc.plots] + [""]
+        # `plots_at`: where the plots are, seen from status.md's folder (a replay's or a partial run's status.md is
+        # one folder below the reports folder, where the run wrote its plots)
+        lines += ["## Plots", ""] + [f"![{name}]({plots_at}{name})" for name in doc.plots] + [""]
     lines.append("Legend: ✅ holds · ❌ broken contract · ⚠️ could not check · ⛔ known blocker (xfail) · "
                  "🔓 blocker lifted · ⏸️ not checked this run · 📝 declared in the inventory")
     return "\n".join(lines) + "\n"
