@@ -9,6 +9,7 @@ import json
 import pytest
 
 from llmval.load import Calibration, ClientHostBusy, Gates, MachineNotCalibrated, calibrate, scale_gates
+from llmval.load._calibrate import SCALED_DOWN, SCALED_UP
 
 from .fakes import FakeClock, FakeServer
 from .sessions import RELATIVE, SPEC, ScriptedProbe, session
@@ -116,7 +117,29 @@ def test_relative_gates_for_an_engine_on_another_host_could_not_be_checked(tmp_p
 def test_a_calibration_below_the_scale_floor_is_could_not_check_not_a_gate_anyone_passes(tmp_path):
     """Issue 43.7: a busy host judged with --perf-allow-busy-host calibrated at 0.041 of the reference, and a 20 tok/s
     decode gate became 0.81 tok/s."""
+    perf, _ = session(tmp_path, FakeServer(FakeClock()), ScriptedProbe([1.4], engine_cores=0.02),
+                      calibrator=lambda cpus: Calibration(0.82, (0, 1), 3, 3.0), judge_host_load=False)
+    with pytest.raises(MachineNotCalibrated, match=r"on a busy host \(other processes .* at 0\.041 of the reference "
+                                                   r".* below the floor 0\.2"):
+        perf.gates(RELATIVE)
+
+
+def test_a_quiet_slow_machine_is_scaled_to_its_own_speed_below_the_floor(tmp_path):
+    """The floor is for contention: a calibration on a quiet host is the machine's speed (a 2-core box at 0.08 of a
+    faster reference), and the gates scaled to it are that machine's."""
     perf, _ = session(tmp_path, FakeServer(FakeClock()), ScriptedProbe([0.0], engine_cores=0.02),
                       calibrator=lambda cpus: Calibration(0.82, (0, 1), 3, 3.0), judge_host_load=False)
-    with pytest.raises(MachineNotCalibrated, match=r"at 0\.041 of the reference .* below the floor 0\.2"):
-        perf.gates(RELATIVE)
+    gates = perf.gates(RELATIVE)
+    assert gates.factor == pytest.approx(0.041) and gates.spec.decode_tok_s_c1_min == pytest.approx(
+        RELATIVE.decode_tok_s_c1_min * 0.041)
+
+
+def test_a_section_with_no_scaled_gate_is_judged_below_the_scale_floor_too(tmp_path):
+    """The floor guards the speeds and latencies a factor scales; counts and shares (preemptions) mean the same on
+    any machine, so a section declaring only those keeps its checks on a busy host (CI's perf-plugin self-test)."""
+    counts_only = RELATIVE.model_copy(update={name: None for name in (*SCALED_UP, *SCALED_DOWN)}
+                                      | {"preemptions_max": 0})
+    perf, _ = session(tmp_path, FakeServer(FakeClock()), ScriptedProbe([1.4], engine_cores=0.02),
+                      calibrator=lambda cpus: Calibration(0.82, (0, 1), 3, 3.0), judge_host_load=False)
+    gates = perf.gates(counts_only)
+    assert gates.factor < 0.2 and gates.spec.preemptions_max == 0

@@ -86,7 +86,9 @@ def test_usage_x10_is_could_not_check_never_a_decode_rate(pytester):
 def test_engine_metrics_of_every_perf_run_reach_results_json(pytester):
     """The stub's vLLM-named /metrics, sampled through both runs: measured values in results.json, samples in the
     run's JSON, the preemption gate judged on them."""
-    with stub_inventory(pytester, drop=("output_tok_s_min", "ttft_p99_ms_max", "decode_tok_s_c1_min"),
+    # absolute gates ("machine" dropped): the metrics sampled are the stub's, not this machine's speed, and a
+    # calibration on a loaded CI box falls below the scale floor (issue 43.7), which is test_calibrate's to judge
+    with stub_inventory(pytester, drop=("output_tok_s_min", "ttft_p99_ms_max", "decode_tok_s_c1_min", "machine"),
                         throughput_concurrency=2, requests_per_concurrency=1, metrics_interval_s=0.05,
                         preemptions_max=0) as inventory:
         result = run_perf(pytester, "--inventory", str(inventory), "-p", "no:xdist", "-k", "engine_",
