@@ -61,6 +61,16 @@ def ask(client: str, url: str, timeout_s: float) -> str:
     return asyncio.run(get())
 
 
+def peak_rss_kib() -> int:
+    """This process's own peak resident memory: VmHWM of /proc/self/status. Not ru_maxrss, which keeps across exec
+    the high-water mark of the process that spawned it (an xdist worker of 436 MB made every client "436 MB")."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def main(argv: list[str]) -> int:
     client, url, timeout_s = argv[0], argv[1], float(argv[2])
     import llmval.io.http
@@ -72,7 +82,7 @@ def main(argv: list[str]) -> int:
     except Exception as unexpected:
         error = f"UNEXPECTED {type(unexpected).__name__}: {unexpected}"
     print(json.dumps({"error": error[:2000], "elapsed_s": round(time.monotonic() - started, 2),
-                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))
+                      "peak_rss_mb": round(peak_rss_kib() / 1024)}))
     return 0
 
 
