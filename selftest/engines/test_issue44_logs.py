@@ -105,14 +105,15 @@ PLACEMENT = [
 
 def test_a_vllm_waiting_for_its_placement_group_is_named_as_the_cause():
     """Issue 44.7: the engine never comes up because Ray cannot give the GPUs; none of these lines is an error line,
-    so the last words said only what the error read holds. The stall read's lines now name the cause first."""
+    so the last words said only what the error read holds. The error read's window keeps them (apart from its error
+    lines): they name the cause first and are never quoted as the last error."""
     spec = EndpointSpec(name="spark-vllm", platform="p", base_url="http://engine.test:1", engine="vllm", model="m",
                         request_timeout_s=1, logs="file:/var/log/vllm.log", host="spark1")
     client = httpx.Client(base_url="http://engine.test:1", transport=httpx.MockTransport(lambda r: httpx.Response(503)))
-    adapter = adapter_for(spec, client, read_log_errors=lambda: "", read_log_stalls=lambda: "\n".join(PLACEMENT))
+    adapter = adapter_for(spec, client, read_log_errors=lambda: "\n".join(PLACEMENT))
     words = adapter.last_words()
     assert words.startswith("it waits for GPUs Ray does not give (its placement group): ")
     assert "Waiting for creating a placement group of specs for 10 seconds" in words
     assert "holds no error line since its last start" in words
-    silent = adapter_for(spec, client, read_log_errors=lambda: "", read_log_stalls=lambda: "")
+    silent = adapter_for(spec, client, read_log_errors=lambda: "")
     assert not silent.last_words().startswith("it waits")

@@ -650,10 +650,12 @@ def first_death_statement(text: str) -> str:
     return ""
 
 
-PLACEMENT_STALL_RE = re.compile(
-    r"Cannot provide a placement group|Waiting for creating a placement group|number of required GPUs exceeds|"
-    r"is bigger than a reserved number of|don't have enough GPUs available|No current placement group found")
-"""vLLM under Ray asking Ray for its GPUs (vllm/v1/executor/ray_utils.py; `logsource.STALL_LINES` reads them)."""
+PLACEMENT_STALL_LINES = ("Cannot provide a placement group", "Waiting for creating a placement group",
+                         "number of required GPUs exceeds", "is bigger than a reserved number of",
+                         "don't have enough GPUs available", "No current placement group found")
+"""vLLM under Ray asking Ray for its GPUs (vllm/v1/executor/ray_utils.py), each a plain extended regex that the
+host-side read (`logsource.STALL_LINES`, kept in the error read's window) and Python read alike."""
+PLACEMENT_STALL_RE = re.compile("|".join(PLACEMENT_STALL_LINES))
 PLACEMENT_STALL_RANK = ("Cannot provide a placement group", "number of required GPUs exceeds",
                         "don't have enough GPUs available", "Waiting for creating a placement group",
                         "is bigger than a reserved number of", "No current placement group found")
@@ -675,3 +677,13 @@ def placement_group_stall(text: str) -> str:
         if found := [line for line in lines if kind in line]:
             return found[-1][:400]
     return ""
+
+
+def without_placement_lines(text: str) -> str:
+    """The error read's lines less its placement-group lines: a wait for GPUs is named as the cause
+    (`placement_group_stall`), never quoted as the engine's last error (the one read keeps both, issue 44.7).
+
+    >>> without_placement_lines("INFO 12-06 10:00:00 [ray_utils.py:378] No current placement group found.\\nERROR x")
+    'ERROR x'
+    """
+    return "".join(line for line in text.splitlines(keepends=True) if not PLACEMENT_STALL_RE.search(line))
