@@ -695,6 +695,13 @@ class EngineAdapter:
                   if isinstance(v, int)]
         return accept_length_ceiling(num_steps=max(steps, default=None), num_draft_tokens=max(drafts, default=None))
 
+    @classmethod
+    def window_log_acceptance(cls, window: str) -> Acceptance:
+        """Speculative acceptance over the lines the engine logged during a perf window (`logs.lines_since`: vLLM's
+        `SpecDecoding metrics:` intervals, SGLang's `accept len`), for a window whose /metrics has no acceptance
+        counters; engines override it."""
+        return Acceptance(None, None, "engine log", missing=f"engine {cls.kind!r} logs no speculative acceptance")
+
     def log_acceptance(self) -> Acceptance:
         """Speculative acceptance as the engine's own log states it (its latest periodic line: vLLM's
         `SpecDecoding metrics:`, SGLang's `accept len`); engines override it. NotExposed when no log is declared."""

@@ -13,6 +13,7 @@ so a failure can show the evidence; a fact the log does not state is None, never
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from dataclasses import dataclass, field
 
@@ -677,6 +678,23 @@ def placement_group_stall(text: str) -> str:
         if found := [line for line in lines if kind in line]:
             return found[-1][:400]
     return ""
+
+
+def lines_since(before: str, after: str) -> str:
+    """The lines of the read `after` that the earlier read `before` did not hold (each line counted once: a line is
+    the same line when its text, time included, is): what the engine logged between the two reads.
+
+    >>> lines_since("a 10:00\\nb 10:10\\n", "b 10:10\\nc 10:20\\nd 10:30\\n")
+    'c 10:20\\nd 10:30\\n'
+    """
+    seen = collections.Counter(before.splitlines())
+    new = []
+    for line in after.splitlines():
+        if seen[line] > 0:
+            seen[line] -= 1
+        else:
+            new.append(line + "\n")
+    return "".join(new)
 
 
 def without_placement_lines(text: str) -> str:
