@@ -38,6 +38,7 @@ from llmval.report.results import previous_results
 from selftest.report.trend_runs import DEPLOYMENT, write_nights
 from selftest.strategies import ROOT
 
+pytest_plugins = ["pytester"]
 GIB_KIB = 1 << 20  # ru_maxrss is in KiB
 
 
@@ -187,5 +188,28 @@ def test_a_1_gb_results_json_in_history_is_named_by_trend_and_skipped_by_the_nex
     assert trend.returncode == 4, trend
     assert f"{huge}" in trend.stderr and "1073741824 bytes, over the 64 MiB" in trend.stderr, trend.stderr
     assert "Traceback" not in trend.stderr
-    found = previous_results(reports, DEPLOYMENT)
+    passed_over: list[str] = []
+    found = previous_results(reports, DEPLOYMENT, passed_over=passed_over)
     assert found is not None and found[0] == nights[-1], found
+    assert passed_over == [f"history/{huge.name}: 1073741824 bytes, over the 64 MiB the suite reads of it"]
+
+
+@pytest.mark.subprocess
+def test_a_run_says_which_history_file_it_could_not_read_as_its_previous_run(pytester):
+    """A replay of the SYNTHESIZED kpro6 recording whose reports/replay/history/ holds, newest, a results file of
+    1 GiB (sparse): the run compares with none of it and its status.md names it and why."""
+    history = pytester.path / "reports" / "replay" / "history"
+    history.mkdir(parents=True)
+    huge = history / "results-20991231T000000Z-kpro6.json"
+    with open(huge, "wb") as out:
+        out.truncate(1 << 30)
+    pytester.chdir()
+    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+                          str(ROOT / "pyproject.toml"), "--reports", "reports", str(ROOT / "tests"), "-m", "smoke",
+                          "-p", "no:xdist", "--inventory", str(ROOT / "inventories" / "kpro6.toml"), "--replay",
+                          str(ROOT / "selftest" / "data" / "replays" / "SYNTHESIZED-kpro6-sglang-healthy"),
+                          timeout=300)
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    status = (pytester.path / "reports" / "replay" / "status.md").read_text()
+    assert (f"Not read as a previous run (compared with an older one): history/{huge.name}: 1073741824 bytes, over "
+            "the 64 MiB the suite reads of it.") in status, status[:3000]
