@@ -2,7 +2,8 @@
 
 A replay answers a command by its exact text, so when `llmval.engines.logsource` changes how it reads a log
 (issue 13: the current engine start only, periodic lines kept apart; issue 43.5: the error read keeps each engine's
-death lines), the recorded log reads must be found under the new command text.
+death lines; issue 44.7: its window keeps vLLM-under-Ray's placement-group lines too), the recorded log
+reads must be found under the new command text.
 This rewrites only the `command` field of those records; `stdout`, `rc` and everything
 else stay as recorded (the recorded output holds the startup lines the new command also selects, in order).
 `python -m selftest.engines.rekey_log_commands` (idempotent).
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from llmval.engines.logsource import ERROR_LINES
 from llmval.hostfacts import log_command
+from llmval.hostfacts.engine_log import ERRORS_SELECT
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLAYS = ROOT / "selftest" / "data" / "replays"
@@ -32,10 +34,16 @@ OLD_ERROR_LINES = ("ERROR|CRITICAL|Traceback|Error:|Exception|exception|died|Kil
                    "Segmentation fault|core dumped|out of memory")
 
 
+# The error read's filter before issue 44.7 (the placement-group lines were a separate read then).
+OLD_ERRORS_SELECT = "grep -a -E {} | tail -n 40"
+
+
 def new_command(old: str) -> str | None:
     """The current command for an old-form log read; None when `old` is not one."""
-    if shlex.quote(OLD_ERROR_LINES) in old:  # the error read: only its selection changed
-        return old.replace(shlex.quote(OLD_ERROR_LINES), shlex.quote(ERROR_LINES))
+    if shlex.quote(OLD_ERROR_LINES) in old or OLD_ERRORS_SELECT.format(shlex.quote(ERROR_LINES)) in old:
+        # the error read: only its selection changed (its lines, then its window)
+        old = old.replace(shlex.quote(OLD_ERROR_LINES), shlex.quote(ERROR_LINES))
+        return old.replace(OLD_ERRORS_SELECT.format(shlex.quote(ERROR_LINES)), ERRORS_SELECT)
     if m := OLD_FILE_RE.match(old):
         return log_command("file:" + shlex.split(m["path"])[0])
     if m := OLD_LAUNCH_RE.match(old):

@@ -14,7 +14,9 @@ import httpx
 
 from llmval.engines import adapter_for
 from llmval.engines.logs import parse_sglang_log, parse_vllm_log
-from llmval.inventory import EndpointSpec
+from llmval.hostfacts import log_command
+from llmval.inventory import EndpointSpec, HostSpec
+from llmval.io.transport import connect
 
 PREFIX = "(APIServer pid=4411) INFO 12-06 21:55:{:02d} [{}] "
 ARGS = PREFIX.format(1, "utils.py:233") + (
@@ -105,14 +107,29 @@ PLACEMENT = [
 
 def test_a_vllm_waiting_for_its_placement_group_is_named_as_the_cause():
     """Issue 44.7: the engine never comes up because Ray cannot give the GPUs; none of these lines is an error line,
-    so the last words said only what the error read holds. The stall read's lines now name the cause first."""
+    so the last words said only what the error read holds. The error read's window keeps them (apart from its error
+    lines): they name the cause first and are never quoted as the last error."""
     spec = EndpointSpec(name="spark-vllm", platform="p", base_url="http://engine.test:1", engine="vllm", model="m",
                         request_timeout_s=1, logs="file:/var/log/vllm.log", host="spark1")
     client = httpx.Client(base_url="http://engine.test:1", transport=httpx.MockTransport(lambda r: httpx.Response(503)))
-    adapter = adapter_for(spec, client, read_log_errors=lambda: "", read_log_stalls=lambda: "\n".join(PLACEMENT))
+    adapter = adapter_for(spec, client, read_log_errors=lambda: "\n".join(PLACEMENT))
     words = adapter.last_words()
     assert words.startswith("it waits for GPUs Ray does not give (its placement group): ")
     assert "Waiting for creating a placement group of specs for 10 seconds" in words
     assert "holds no error line since its last start" in words
-    silent = adapter_for(spec, client, read_log_errors=lambda: "", read_log_stalls=lambda: "")
+    silent = adapter_for(spec, client, read_log_errors=lambda: "")
     assert not silent.last_words().startswith("it waits")
+
+
+def test_the_error_read_keeps_the_placement_lines_apart_from_a_long_traceback(tmp_path):
+    """The one error read, run for real on this machine: a traceback of 60 error lines after the wait keeps the last
+    40 error lines and, before them, the placement-group lines (`don't have enough GPUs available`, which the old
+    separate read's `placement group|reserved number of` missed, included)."""
+    log = tmp_path / "vllm.log"
+    waits = [RAY_PREFIX.format("WARNING", 1, 1) + "We don't have enough GPUs available in the current node.",
+             PLACEMENT[2]]
+    frames = [RAY_PREFIX.format("ERROR", 2, 1) + f"Error: frame {n}" for n in range(60)]
+    log.write_text("(APIServer pid=1) INFO 12-06 11:11:00 [api_utils.py:1] non-default args: {'model': '/m'}\n"
+                   + "\n".join(waits + frames) + "\n")
+    result = connect(HostSpec(name="me", platform="p")).run(log_command(f"file:{log}", errors=True))
+    assert result.rc == 0 and result.stdout.splitlines() == waits + frames[-40:], result

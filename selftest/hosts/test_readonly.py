@@ -65,8 +65,6 @@ def test_every_declared_command_is_used_by_some_recording_or_live_self_test():
     # was made after them yet)
     watch = {"watch-unit", "watch-journal", "watch-container", "watch-container-logs", "watch-file"}
     errors = {f"engine-log-{kind}-errors" for kind in ("file", "journal", "docker", "launch")}
-    # the Ray placement-group reads (issue 44.7): by test_issue44_logs.py through an adapter; no recording holds them
-    errors |= {f"engine-log-{kind}-stalls" for kind in ("file", "journal", "docker", "launch")}
     # the Ray owner reads in a container (issue 36): the REAL-h200-vllm-ray-* recordings ran Ray on the host, so
     # `docker exec <name> ray list actors|jobs` is in no recording yet
     ray = {"ray-actors-docker", "ray-jobs-docker"}

@@ -13,6 +13,7 @@ import httpx
 from llmval.core.errors import HostError
 from llmval.launch import Observation, ReadyTarget, Watch, endpoint_probe, wait_all_ready
 from selftest.contract import run_contract
+from selftest.engines.test_issue44_logs import PLACEMENT
 
 pytest_plugins = ["pytester"]
 
@@ -63,6 +64,29 @@ def test_targets_ready_at_different_times_and_one_never():
     assert progress and all("s / " in line for line in progress)
     assert any("log: FutureWarning" in line for line in progress if "never" in line)  # the log's last line shown
     assert clock.now <= 21  # returns at the latest deadline (plus one round), no later
+
+
+class PlacementWatch(Watch):
+    """vLLM under Ray waiting for its placement group (SYNTHESIZED in ray_utils.py's wording,
+    selftest/engines/test_issue44_logs.py `PLACEMENT`): INFO and WARNING lines only, never an error line."""
+
+    source = "file:/var/log/llmval/vllm-serve.log"
+
+    def observe(self) -> Observation:
+        return Observation(progress="1", tail="\n".join(PLACEMENT) + "\n")
+
+
+def test_an_engine_waiting_for_its_placement_group_is_named_in_the_not_ready_verdict():
+    """Issue 44.7 on the --wait-ready / --launch path: the log tail holds no error line, so the verdict named no
+    cause before; now the placement-group wait is named first."""
+    clock = FakeClock()
+    outcome = wait_all_ready([ReadyTarget("spark-vllm", "endpoint", 5, lambda: "GET /health: connection refused",
+                                          watch=PlacementWatch())], say=lambda _: None, clock=clock,
+                             sleep=clock.sleep, interval_s=1)
+    verdict = outcome["spark-vllm"].verdict()
+    assert "\n  it waits for GPUs Ray does not give (its placement group): (EngineCore_DP0 pid=742) INFO 12-06 " \
+           "11:11:59 [ray_utils.py:212] Waiting for creating a placement group of specs for 10 seconds." in verdict
+    assert "engine error:" not in verdict
 
 
 def test_endpoint_probe_needs_health_and_the_model_listed():

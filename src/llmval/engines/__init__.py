@@ -113,11 +113,9 @@ def adapter_class(spec: EndpointSpec | str) -> type[EngineAdapter]:
 
 
 def adapter_for(spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
-                state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None,
-                read_log_stalls: Callable[[], str] | None = None) -> EngineAdapter:
+                state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None) -> EngineAdapter:
     """The adapter for the engine the inventory declares."""
-    return adapter_class(spec)(spec, client, read_log=read_log, state=state, read_log_errors=read_log_errors,
-                               read_log_stalls=read_log_stalls)
+    return adapter_class(spec)(spec, client, read_log=read_log, state=state, read_log_errors=read_log_errors)
 
 
 def detect_engine(adapter: EngineAdapter) -> Fact:

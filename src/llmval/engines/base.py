@@ -38,7 +38,14 @@ from ..io.answers import ChatCompletion, ModelList, checked, parse_json
 from ..io.http import httpx_errors, json_of
 from ..io.sse import data_events, not_event_stream
 from .identity import ModelEvidence
-from .logs import TORCH_DEATH_LINES, death_evidence, last_error_statements, normalize_dtype, placement_group_stall
+from .logs import (
+    TORCH_DEATH_LINES,
+    death_evidence,
+    last_error_statements,
+    normalize_dtype,
+    placement_group_stall,
+    without_placement_lines,
+)
 from .metrics import Metrics, parse_metrics
 from .ranges import ImpossibleMetric, accept_length_ceiling, out_of_range, outside_ranges
 from .stream import StreamedChat, join_chat_stream
@@ -293,13 +300,11 @@ class EngineAdapter:
         return f"{cls.kind} has no speculative algorithm {algorithm!r}{meant} ({cls.kind} reports one of {known})"
 
     def __init__(self, spec: EndpointSpec, client: httpx.Client, *, read_log: Callable[[], str] | None = None,
-                 state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None,
-                 read_log_stalls: Callable[[], str] | None = None):
+                 state: EndpointState | None = None, read_log_errors: Callable[[], str] | None = None):
         self.spec = spec
         self.client = client
         self._read_log = read_log
         self._read_log_errors = read_log_errors
-        self._read_log_stalls = read_log_stalls
         self.state = state or EndpointState()
 
     def __repr__(self) -> str:
@@ -580,9 +585,15 @@ class EngineAdapter:
         return last_error_statements(self._log_errors_text)
 
     @functools.cached_property
-    def _log_errors_text(self) -> str:
+    def _log_window_text(self) -> str:
+        """The error read's window whole: the engine's error lines and vLLM-under-Ray's placement-group lines."""
         assert self._read_log_errors is not None
         return self._read_log_errors()
+
+    @property
+    def _log_errors_text(self) -> str:
+        """The window's error lines: a placement-group wait is the cause (`last_words`), never a last error."""
+        return without_placement_lines(self._log_window_text)
 
     prefix_cache_hint: ClassVar[str] = "prefix caching off in the engine's launch flags"
     """How this engine's prefix cache is turned off, for a hint: each engine spells it its own way."""
@@ -601,7 +612,7 @@ class EngineAdapter:
             return "the engine log's last error lines: not in this recording (made before the suite read them)"
         except LlmvalError as error:
             return f"the engine log's last error lines not read: {str(error).splitlines()[0]}"
-        stall = self._placement_stall()
+        stall = placement_group_stall(self._log_window_text)
         cause = (f"it waits for GPUs Ray does not give (its placement group): {stall!r}; " if stall else "")
         if not found.last:
             return cause + (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process "
@@ -612,16 +623,6 @@ class EngineAdapter:
             return f"{cause}what died, {at}: {found.death!r}{near} (from {self.spec.logs})"
         near = f"; before it: {' | '.join(repr(x) for x in found.near)}" if found.near else ""
         return f"{cause}the engine log's last error, {at}: {found.last!r}{near} (from {self.spec.logs})"
-
-    def _placement_stall(self) -> str:
-        """vLLM-under-Ray's placement-group line that says why it never came up (`placement_group_stall`), or ""
-        (no such read, a recording made before it, nothing read)."""
-        if self._read_log_stalls is None:
-            return ""
-        try:
-            return placement_group_stall(self._read_log_stalls())
-        except LlmvalError:
-            return ""
 
     def _not_exposed(self, what: str) -> NotExposed:
         return NotExposed(f"[{self.spec.name}] engine {self.kind!r} exposes no {what}")
@@ -693,6 +694,13 @@ class EngineAdapter:
         drafts = [v for v in (reported.get("num_draft_tokens"), declared and declared.num_draft_tokens)
                   if isinstance(v, int)]
         return accept_length_ceiling(num_steps=max(steps, default=None), num_draft_tokens=max(drafts, default=None))
+
+    @classmethod
+    def window_log_acceptance(cls, window: str) -> Acceptance:
+        """Speculative acceptance over the lines the engine logged during a perf window (`logs.lines_since`: vLLM's
+        `SpecDecoding metrics:` intervals, SGLang's `accept len`), for a window whose /metrics has no acceptance
+        counters; engines override it."""
+        return Acceptance(None, None, "engine log", missing=f"engine {cls.kind!r} logs no speculative acceptance")
 
     def log_acceptance(self) -> Acceptance:
         """Speculative acceptance as the engine's own log states it (its latest periodic line: vLLM's

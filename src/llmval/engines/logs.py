@@ -13,6 +13,7 @@ so a failure can show the evidence; a fact the log does not state is None, never
 from __future__ import annotations
 
 import ast
+import collections
 import re
 from dataclasses import dataclass, field
 
@@ -650,10 +651,12 @@ def first_death_statement(text: str) -> str:
     return ""
 
 
-PLACEMENT_STALL_RE = re.compile(
-    r"Cannot provide a placement group|Waiting for creating a placement group|number of required GPUs exceeds|"
-    r"is bigger than a reserved number of|don't have enough GPUs available|No current placement group found")
-"""vLLM under Ray asking Ray for its GPUs (vllm/v1/executor/ray_utils.py; `logsource.STALL_LINES` reads them)."""
+PLACEMENT_STALL_LINES = ("Cannot provide a placement group", "Waiting for creating a placement group",
+                         "number of required GPUs exceeds", "is bigger than a reserved number of",
+                         "don't have enough GPUs available", "No current placement group found")
+"""vLLM under Ray asking Ray for its GPUs (vllm/v1/executor/ray_utils.py), each a plain extended regex that the
+host-side read (`logsource.STALL_LINES`, kept in the error read's window) and Python read alike."""
+PLACEMENT_STALL_RE = re.compile("|".join(PLACEMENT_STALL_LINES))
 PLACEMENT_STALL_RANK = ("Cannot provide a placement group", "number of required GPUs exceeds",
                         "don't have enough GPUs available", "Waiting for creating a placement group",
                         "is bigger than a reserved number of", "No current placement group found")
@@ -675,3 +678,30 @@ def placement_group_stall(text: str) -> str:
         if found := [line for line in lines if kind in line]:
             return found[-1][:400]
     return ""
+
+
+def lines_since(before: str, after: str) -> str:
+    """The lines of the read `after` that the earlier read `before` did not hold (each line counted once: a line is
+    the same line when its text, time included, is): what the engine logged between the two reads.
+
+    >>> lines_since("a 10:00\\nb 10:10\\n", "b 10:10\\nc 10:20\\nd 10:30\\n")
+    'c 10:20\\nd 10:30\\n'
+    """
+    seen = collections.Counter(before.splitlines())
+    new = []
+    for line in after.splitlines():
+        if seen[line] > 0:
+            seen[line] -= 1
+        else:
+            new.append(line + "\n")
+    return "".join(new)
+
+
+def without_placement_lines(text: str) -> str:
+    """The error read's lines less its placement-group lines: a wait for GPUs is named as the cause
+    (`placement_group_stall`), never quoted as the engine's last error (the one read keeps both, issue 44.7).
+
+    >>> without_placement_lines("INFO 12-06 10:00:00 [ray_utils.py:378] No current placement group found.\\nERROR x")
+    'ERROR x'
+    """
+    return "".join(line for line in text.splitlines(keepends=True) if not PLACEMENT_STALL_RE.search(line))

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from ..inventory import Inventory
-from .logs import DEATH_LINES
+from .logs import DEATH_LINES, PLACEMENT_STALL_LINES
 
 # Every startup line shape engines/logs.py parses; keep in sync with its regexes.
 STARTUP_LINES = (
@@ -37,13 +37,15 @@ MAX_PERIODIC_LINES = 50
 ERROR_LINES = ("ERROR|CRITICAL|Traceback|Error:|Exception|exception|died|Killed|killed|SIGKILL|SIGSEGV|"
                "Segmentation fault|core dumped|out of memory|" + "|".join(DEATH_LINES))
 MAX_ERROR_LINES = 40
-# Lines in which vLLM under Ray says it cannot get its GPUs (vllm/v1/executor/ray_utils.py): `No current placement
-# group found. Creating a new placement group.`, `Waiting for creating a placement group of specs for 10 seconds.
-# specs=[...]` (INFO, repeated with backoff until PG_WAIT_TIMEOUT), `Cannot provide a placement group of ...`,
-# `The number of required GPUs exceeds the total number of available GPUs in the placement group.` and
+# Lines in which vLLM under Ray says it cannot get its GPUs (vllm/v1/executor/ray_utils.py,
+# `logs.PLACEMENT_STALL_LINES`):
+# `No current placement group found. Creating a new placement group.`, `Waiting for creating a placement group of
+# specs for 10 seconds. specs=[...]` (INFO, repeated with backoff until PG_WAIT_TIMEOUT), `Cannot provide a placement
+# group of ...`, `The number of required GPUs exceeds the total number of available GPUs in the placement group.` and
 # `tensor_parallel_size=2 is bigger than a reserved number of GPUs (1 GPUs) in a node ...` (WARNING): none is an
-# error line, yet while they are the last words the engine never comes up. Read beside the error lines.
-STALL_LINES = "placement group|reserved number of"
+# error line, yet while they are the last words the engine never comes up. The error read keeps them in its window
+# (the last MAX_STALL_LINES of them, apart from the MAX_ERROR_LINES error lines, so a traceback never pushes them out).
+STALL_LINES = "|".join(PLACEMENT_STALL_LINES)
 MAX_STALL_LINES = 20
 LOG_KINDS = ("file", "journal", "docker", "launch")
 

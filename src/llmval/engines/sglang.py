@@ -24,6 +24,7 @@ from .logs import (
     normalize_dtype,
     parse_sglang_log,
 )
+from .logsource import MAX_PERIODIC_LINES
 from .metrics import Metrics, Sample, delta
 
 # Every SGLang metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
@@ -313,6 +314,19 @@ class SglangAdapter(EngineAdapter):
 
     def acceptance_snapshot(self) -> Metrics:
         return self.metrics()
+
+    @classmethod
+    def window_log_acceptance(cls, window: str) -> Acceptance:
+        """The mean of the `Decode batch. ... accept len:` values logged in the window (each over one
+        --decode-log-interval of decode steps; the lines carry no step counts to weight them by)."""
+        facts = parse_sglang_log(window)
+        if not facts.accept_lengths:
+            return Acceptance(None, None, "engine log", missing="no `Decode batch. ... accept len:` line logged "
+                              "during the window (SGLang prints one every --decode-log-interval decode steps)")
+        return Acceptance(sum(facts.accept_lengths) / len(facts.accept_lengths), None,
+                          f"engine log: the mean of the {len(facts.accept_lengths)} `Decode batch` accept len "
+                          f"line(s) logged during the window (the log read keeps its last {MAX_PERIODIC_LINES} "
+                          "periodic lines)", facts.accept_quote)
 
     @classmethod
     def normalize_metrics(cls, metrics: Metrics) -> Metrics:

@@ -27,6 +27,7 @@ from .base import (
 )
 from .identity import ModelEvidence
 from .logs import TORCH_DEATH_LINES, VLLM_DEATH_LINES, Unparsed, VllmLogFacts, is_quantized_kv, parse_vllm_log
+from .logsource import MAX_PERIODIC_LINES
 from .metrics import Metrics, delta
 
 # Every vLLM metric name the suite reads, once (counters by family name: `Metrics` also matches `_total`).
@@ -291,6 +292,27 @@ class VllmAdapter(EngineAdapter):
 
     def acceptance_snapshot(self) -> Metrics:
         return self.metrics()
+
+    @classmethod
+    def window_log_acceptance(cls, window: str) -> Acceptance:
+        """Every `SpecDecoding metrics:` interval logged in the window: the length weighted by drafted tokens (each
+        interval's drafts are its drafted tokens over the step's draft tokens, the same in every interval, so this
+        is 1 + accepted/drafts over the window), the rate accepted/drafted tokens; the plain mean of the lengths
+        where an interval prints no token counts."""
+        intervals = [i for i in parse_vllm_log(window).spec_decoding if i.mean_length is not None]
+        if not intervals:
+            return Acceptance(None, None, "engine log", missing="no `SpecDecoding metrics:` line logged during the "
+                              "window (vLLM logs one every --log-stats-interval while it decodes with speculation)")
+        source = (f"engine log: the {len(intervals)} `SpecDecoding metrics:` interval(s) logged during the window "
+                  f"(the log read keeps its last {MAX_PERIODIC_LINES} periodic lines)")
+        drafted = [i.drafted for i in intervals]
+        if all(drafted):
+            total = sum(i.drafted or 0 for i in intervals)
+            length = sum((i.mean_length or 0) * (i.drafted or 0) for i in intervals) / total
+            rate = sum(i.accepted or 0 for i in intervals) / total
+        else:
+            length, rate = sum(i.mean_length or 0 for i in intervals) / len(intervals), None
+        return Acceptance(length, rate, source, intervals[-1].quote)
 
     @classmethod
     def acceptance(cls, before: Metrics, after: Metrics) -> Acceptance:

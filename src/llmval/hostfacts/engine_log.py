@@ -59,9 +59,16 @@ _SELECT = _literal("awk " + shlex.quote(
 """The awk filter: startup lines (last MAX_LINES) then periodic ones (last MAX_PERIODIC_LINES), in order."""
 
 
-_ERRORS = _literal("grep -a -E " + shlex.quote(ERROR_LINES) + " | tail -n " + str(MAX_ERROR_LINES))
-_STALLS = _literal("grep -a -E " + shlex.quote(STALL_LINES) + " | tail -n " + str(MAX_STALL_LINES))
-"""The error filter: the last MAX_ERROR_LINES lines in which the engine says it failed (`ERROR_LINES`)."""
+ERRORS_SELECT = "awk " + shlex.quote(
+    "/" + STALL_LINES + "/ { w[nw++ % " + str(MAX_STALL_LINES) + "] = $0; next } "
+    "/" + ERROR_LINES + "/ { e[ne++ % " + str(MAX_ERROR_LINES) + "] = $0 } "
+    "END { for (i = (nw > " + str(MAX_STALL_LINES) + " ? nw - " + str(MAX_STALL_LINES) + " : 0); i < nw; i++) "
+    "print w[i % " + str(MAX_STALL_LINES) + "]; for (i = (ne > " + str(MAX_ERROR_LINES) + " ? ne - "
+    + str(MAX_ERROR_LINES) + " : 0); i < ne; i++) print e[i % " + str(MAX_ERROR_LINES) + "] }")
+_ERRORS = _literal(ERRORS_SELECT)
+"""The error filter: the last MAX_STALL_LINES lines in which vLLM under Ray waits for its placement group
+(`STALL_LINES`, issue 44.7), then the last MAX_ERROR_LINES lines in which the engine says it failed (`ERROR_LINES`):
+one window, each kind with its own budget, so a traceback never pushes the wait out nor the wait the error."""
 
 
 def _from_last_start(file: str, select: str = _SELECT) -> str:
@@ -106,20 +113,14 @@ LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH = _log_commands(_SELECT)
 ERRORS_FILE, ERRORS_JOURNAL, ERRORS_DOCKER, ERRORS_LAUNCH = _log_commands(_ERRORS, "-errors")
 """The last error lines of the engine's current start (issue 31.2): read only when its server does not answer, to
 quote the engine's own last words as the evidence of `serving.health`."""
-STALLS_FILE, STALLS_JOURNAL, STALLS_DOCKER, STALLS_LAUNCH = _log_commands(_STALLS, "-stalls")
-"""vLLM's Ray placement-group lines of the current start (issue 44.7, `STALL_LINES`): read beside the error lines
-when the server does not answer, so an engine that waits for GPUs Ray cannot give is named as such."""
-allow(LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH, ERRORS_FILE, ERRORS_JOURNAL, ERRORS_DOCKER, ERRORS_LAUNCH,
-      STALLS_FILE, STALLS_JOURNAL, STALLS_DOCKER, STALLS_LAUNCH)
+allow(LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH, ERRORS_FILE, ERRORS_JOURNAL, ERRORS_DOCKER, ERRORS_LAUNCH)
 
 
-def log_command(source: str, *, launch_path: str | list[str] | None = None, errors: bool = False,
-                stalls: bool = False) -> Rendered:
+def log_command(source: str, *, launch_path: str | list[str] | None = None, errors: bool = False) -> Rendered:
     """The declared read of the log at `source` (an inventory `logs` value), its value checked against its kind
     (`UnsafeArgument` before anything is sent). `launch_path` may list candidates for `launch`. `errors`: the
-    read of its last error lines instead of its evidence lines; `stalls`: of its Ray placement-group lines."""
+    read of its last error lines and Ray placement-group lines instead of its evidence lines."""
     file, journal, docker, launch = (ERRORS_FILE, ERRORS_JOURNAL, ERRORS_DOCKER, ERRORS_LAUNCH) if errors else \
-        (STALLS_FILE, STALLS_JOURNAL, STALLS_DOCKER, STALLS_LAUNCH) if stalls else \
         (LOG_FILE, LOG_JOURNAL, LOG_DOCKER, LOG_LAUNCH)
     kind, _, where = source.partition(":")
     if kind == "launch":
@@ -137,9 +138,9 @@ def log_command(source: str, *, launch_path: str | list[str] | None = None, erro
 
 
 def log_reader(endpoint: EndpointSpec, *, inventory: Inventory, reports_dir: Path,
-               run: Callable[[Rendered], Any], errors: bool = False, stalls: bool = False) -> Callable[[], str] | None:
-    """A function returning the evidence lines of the endpoint's log (`errors`: its last error lines; `stalls`:
-    its Ray placement-group lines); None when the inventory names none.
+               run: Callable[[Rendered], Any], errors: bool = False) -> Callable[[], str] | None:
+    """A function returning the evidence lines of the endpoint's log (`errors`: its last error lines and Ray
+    placement-group lines); None when the inventory names none.
 
     `run` is the host's `Connection.run`. rc 0 is the log; rc 1 with nothing on stderr is an empty selection
     (grep found no evidence line); anything else is `CommandFailed` naming the host, the command and the
@@ -147,7 +148,7 @@ def log_reader(endpoint: EndpointSpec, *, inventory: Inventory, reports_dir: Pat
     if not endpoint.logs or not endpoint.host:
         return None
     launch_path = launch_log_of(inventory, reports_dir) if endpoint.logs == "launch" else None
-    command = log_command(endpoint.logs, launch_path=launch_path, errors=errors, stalls=stalls)
+    command = log_command(endpoint.logs, launch_path=launch_path, errors=errors)
     host = endpoint.host
 
     def read() -> str:

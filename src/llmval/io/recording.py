@@ -104,6 +104,11 @@ MAX_FILE_BYTES = 256 << 20
 """The largest recording file replayed (the committed ones are under 400 kB)."""
 MAX_RECORDING_BYTES = 1 << 30
 """The most a recording (all its folders) may hold in all."""
+MAX_LINE_BYTES = 128 << 20
+"""The longest recording line replayed: the longest the suite writes is an HTTP answer at the 64 MiB body cap
+(`io.bounded.MAX_BODY_BYTES`), 85.4 MiB in base64, with its other fields; a command's two streams are capped at
+16 MiB each (`io.transport.MAX_OUTPUT_BYTES`; only streams of control characters, each escaped to 6 bytes, could
+write more). A 250 MB line took 1,006 MiB RSS to replay before; a line is now refused before it is copied."""
 RECORD_FILE_RE = re.compile(r"^(?P<kind>commands|http).*\.jsonl$")
 """The names `Replay` reads (`commands-<pid>.jsonl`, `http-<pid>.jsonl`; other files, e.g. READMEs, are left)."""
 
@@ -243,10 +248,25 @@ def _read_capped(path: Path, budget: int) -> bytes:
     return data
 
 
+def _lines(path: Path, data: bytes):
+    """(line number, bytes) of each line of `data`, one at a time (never a copy of them all); a line over
+    `MAX_LINE_BYTES` is refused, naming file and line, before it is copied or decoded."""
+    start = number = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        number += 1
+        if end - start > MAX_LINE_BYTES:
+            raise RecordingError(f"{path}:{number}", f"a line of {end - start} bytes, over the {MAX_LINE_BYTES} "
+                                 "of the longest line the suite records (refused, not read)")
+        yield number, data[start:end]
+        start = end + 1
+
+
 def _records(kind: str, path: Path, data: bytes):
     """(line number, validated record) for each non-blank line of `data`."""
     model = _MODELS[kind]
-    for number, raw in enumerate(data.split(b"\n"), 1):
+    for number, raw in _lines(path, data):
         if not raw.strip():
             continue
         try:
@@ -255,7 +275,7 @@ def _records(kind: str, path: Path, data: bytes):
             raise RecordingError(f"{path}:{number}", f"not UTF-8 (byte 0x{raw[error.start]:02x} at column "
                                  f"{error.start + 1})") from None
         try:
-            yield number, model.model_validate(read_json(text, f"{path}:{number}", max_chars=MAX_FILE_BYTES))
+            yield number, model.model_validate(read_json(text, f"{path}:{number}", max_chars=MAX_LINE_BYTES))
         except ParseError as error:
             raise RecordingError(f"{path}:{number}", error.reason) from None
         except ValidationError as error:

@@ -404,7 +404,10 @@ class Connection:
                                  round(time.monotonic() - started, 3), timed_out=True)
         elapsed = round(time.monotonic() - started, 3)
         timed_out = remote and out.rc in REMOTE_TIMEOUT_RCS and elapsed >= timeout_s
-        return CommandResult(self.name, command, out.rc, out.stdout, out.stderr, elapsed, timed_out=timed_out)
+        # testinfra decodes with the host's locale and raises on a byte it cannot (journald's NUL-bearing or
+        # invalid UTF-8 lines, a binary file): decoded here like the timeout's output, a bad byte as U+FFFD
+        return CommandResult(self.name, command, out.rc, out.stdout_bytes.decode("utf-8", "replace"),
+                             out.stderr_bytes.decode("utf-8", "replace"), elapsed, timed_out=timed_out)
 
     def check_output(self, command: Rendered, *, timeout_s: float | None = None) -> str:
         """stdout of `command`, or CommandFailed naming the host, command, rc and the end of stderr (or stdout)."""

@@ -22,6 +22,7 @@ import httpx
 
 from ..core.contract import redact, visible
 from ..core.errors import EndpointError, HostError
+from ..engines.logs import placement_group_stall
 from ..io.answers import parse_json
 from ..io.command import Rendered
 from ..io.http import httpx_errors
@@ -67,6 +68,8 @@ class TargetReadiness:
         if self.ready:
             return f"[{self.name}] ready after {self.waited_s:.1f} s ({self.probes} probe(s))"
         lines = [f"[{self.name}] not ready after {self.deadline_s:g} s ({self.probes} probe(s)): {self.last_reason}"]
+        if stall := placement_group_stall(self.log_tail):  # vLLM under Ray: no error line, yet it never comes up
+            lines.append(f"  it waits for GPUs Ray does not give (its placement group): {stall}")
         if found := error_line(self.log_tail):
             lines.append(f"  engine error: {found}")
         if self.log_tail.strip():

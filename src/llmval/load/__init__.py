@@ -32,7 +32,15 @@ from ._baseline import (
     machine_scaling,
 )
 from ._calibrate import Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
-from ._engine import EngineCounters, WindowDeltas, read_counters, server_identity, server_key, window_deltas
+from ._engine import (
+    EngineCounters,
+    WindowDeltas,
+    read_counters,
+    server_identity,
+    server_key,
+    window_deltas,
+    with_log_acceptance,
+)
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._lock import ENGINE_LOCK, engine_lock, lock_holders
 from ._parallel import auto_workers, run_load_parallel
@@ -117,5 +125,6 @@ __all__ = [
     "vllm_offsets",
     "wait_idle",
     "window_deltas",
+    "with_log_acceptance",
     "workload_for",
 ]

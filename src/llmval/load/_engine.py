@@ -18,6 +18,7 @@ the server.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import httpx
 
 from ..core.errors import EndpointError
 from ..engines import EngineAdapter
+from ..engines.logs import lines_since
 from ..engines.metrics import Metrics, parse_metrics
 from ..engines.ranges import outside_ranges
 from ..io.answers import ModelList, checked, parse_json
@@ -127,6 +129,29 @@ def window_deltas(before: EngineCounters | None, after: EngineCounters | None) -
         spec_acceptance_impossible=accepted.impossible,
         counters_impossible=dropped,
     )
+
+
+def with_log_acceptance(deltas: WindowDeltas, engine: type[EngineAdapter], before_log: str | None,
+                        after_log: str | None, log_note: str = "") -> WindowDeltas:
+    """`deltas`, their speculative acceptance taken from the engine log where /metrics has none (issue 44.6, as
+    the serving check does: `EngineAdapter.accept_length`): the lines logged between the reads before and after
+    the window (`logs.lines_since`) through the adapter's `window_log_acceptance`. Unchanged when /metrics gave a
+    length or an impossible one; when the log gives none either, the note says why for both."""
+    if deltas.spec_acceptance_length is not None or deltas.spec_acceptance_impossible:
+        return deltas
+    if before_log is None or after_log is None:
+        why = log_note or "no engine log declared (`logs`)"
+        return dataclasses.replace(deltas, spec_acceptance_note=f"{deltas.spec_acceptance_note}; the engine log: {why}")
+    logged = engine.window_log_acceptance(lines_since(before_log, after_log))
+    if logged.missing or logged.length is None:
+        return dataclasses.replace(deltas, spec_acceptance_note=f"{deltas.spec_acceptance_note}; the engine log: "
+                                                                f"{logged.missing or 'no value'}")
+    if logged.impossible:
+        return dataclasses.replace(deltas, spec_acceptance_note=logged.impossible,
+                                   spec_acceptance_impossible=logged.impossible)
+    return dataclasses.replace(deltas, spec_acceptance_length=logged.length, spec_acceptance_rate=logged.rate,
+                               spec_acceptance_note=f"{logged.source}: {logged.quote} (/metrics: "
+                                                    f"{deltas.spec_acceptance_note})")
 
 
 async def server_identity(client: httpx.AsyncClient, *, endpoint: str, engine: type[EngineAdapter], base_url: str,

@@ -36,7 +36,7 @@ from ._agentic import AgenticProfile, AgenticRun, plot_agentic, run_agentic
 from ._agentic_session import AgenticMeasured, profile_for, write_agentic_report
 from ._baseline import UNITS, Baseline, BaselineStore, MachineScaling, Regression, compare_to_baseline, machine_scaling
 from ._calibrate import SCALED_DOWN, SCALED_UP, Calibration, Gates, MachineNotCalibrated, calibrate, scale_gates
-from ._engine import read_counters, server_identity, server_key
+from ._engine import read_counters, server_identity, server_key, with_log_acceptance
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
 from ._lock import engine_lock
 from ._plot import plot_run
@@ -165,8 +165,12 @@ class PerfSession:
                  progress: Callable[[str], None] = lambda line: None,
                  connect: Callable[[EndpointSpec, int], httpx.AsyncClient] | None = None,
                  host_probe: Callable[[EndpointSpec], HostLoadProbe] | None = None, judge_host_load: bool = True,
-                 calibrator: Callable[[set[int]], Calibration] = calibrate):
+                 calibrator: Callable[[set[int]], Calibration] = calibrate,
+                 log_reader: Callable[[EndpointSpec], Callable[[], str] | None] | None = None):
         self.inventory = inventory
+        self.log_reader = log_reader
+        """endpoint -> a read of its engine log's evidence lines (None: it declares none); read before and after a
+        window where the endpoint declares speculative decoding, the acceptance's source when /metrics has none."""
         self.reports_dir = reports_dir
         self.lock_path = lock_path
         self.lock_timeout_s = lock_timeout_s
@@ -457,6 +461,18 @@ class PerfSession:
                    progress: Callable[[str], None] | None = None) -> tuple[LoadRun, dict, HostWindow]:
         engine = adapter_class(endpoint)
         probe = self._probe(endpoint)
+        read_log = self.log_reader(endpoint) if self.log_reader is not None else None
+        logs: dict[str, str | None] = {}
+        log_note = "" if read_log is not None else "no engine log declared (`logs`)"
+
+        async def read_log_now(when: str) -> None:
+            nonlocal log_note
+            if read_log is not None and endpoint.expect.speculative is not None and not log_note:
+                try:
+                    logs[when] = await asyncio.to_thread(read_log)
+                except LlmvalError as error:
+                    log_note = f"not read {when} the window: {str(error).splitlines()[0][:200]}"
+
         # No recorder: perf is never replayed, and teeing every streamed chunk would load the client. The streams
         # go over the wire client (llmval.io.wire: a third of httpx's CPU per event); prompts and counters
         # over httpx.
@@ -469,12 +485,17 @@ class PerfSession:
 
             async def before_window() -> None:  # the host's load is read over the measured window only
                 await wait_idle(client, endpoint.name, engine)
+                await read_log_now("before")
                 probe.start()
 
             try:
                 run = await run_load(client, workload, endpoint=endpoint.name, engine=engine,
                                      before_window=before_window, streamer=streamer,
                                      sample_interval_s=sample_interval_s, progress=progress)
+                if endpoint.expect.speculative is not None and run.engine.spec_acceptance_length is None:
+                    await read_log_now("after")  # /metrics has no acceptance: the engine log's, as serving reads
+                    run = replace(run, engine=with_log_acceptance(run.engine, engine, logs.get("before"),
+                                                                  logs.get("after"), log_note))
             finally:
                 if streamer is not None:
                     await streamer.aclose()

@@ -96,13 +96,40 @@ def csv_cells(text: str, maxsplit: int = -1) -> Iterator[tuple[str, list[str]]]:
             yield line, [cell.strip() for cell in line.split(",", maxsplit)]
 
 
+MAX_XML_DEPTH = 32
+"""The deepest element read of `nvidia-smi -q -x` (its own output nests 5 deep: `gpu/ecc_errors/volatile/sram_*`);
+past it, the walks over its subtrees (`parsers.gpu_health`) would recurse without end."""
+_XML_CHUNK = 1 << 16
+
+
 def smi_xml_root(text: str, source: str) -> ET.Element:
-    """The `<nvidia_smi_log>` element of an `nvidia-smi -q -x` answer; ParseError naming `source` otherwise."""
+    """The `<nvidia_smi_log>` element of an `nvidia-smi -q -x` answer; ParseError naming `source` otherwise:
+    also for an entity declaration (nvidia-smi declares none; a billion-laughs entity would expand to gigabytes)
+    and for elements nested past `MAX_XML_DEPTH`, found while it is parsed (100,000 levels refused in one chunk)."""
+    if "<!ENTITY" in text:
+        raise ParseError(source, "declares XML entities (nvidia-smi's XML declares none): refused, not expanded",
+                         text[:200])
     body = re.sub(r"<!DOCTYPE[^>]*>", "", text, count=1)  # ElementTree does not fetch DTDs; drop the line
+    parser = ET.XMLPullParser(events=("start", "end"))
+    root: ET.Element | None = None
+    depth = 0
     try:
-        root = ET.fromstring(body)
+        for start in range(0, len(body), _XML_CHUNK):
+            parser.feed(body[start:start + _XML_CHUNK])
+            for event, element in parser.read_events():
+                if event == "end":
+                    depth -= 1
+                    continue
+                root = element if root is None else root
+                depth += 1
+                if depth > MAX_XML_DEPTH:
+                    raise ParseError(source, f"elements nested over {MAX_XML_DEPTH} deep (refused, not read)",
+                                     text[:200])
+        parser.close()
     except ET.ParseError as error:
         raise ParseError(source, f"not XML ({error})", text[:200]) from None
+    if root is None:
+        raise ParseError(source, "not XML (no element)", text[:200])
     if root.tag != "nvidia_smi_log":
         raise ParseError(source, f"root element is <{root.tag}>, not <nvidia_smi_log>", text[:200])
     return root

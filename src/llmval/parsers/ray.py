@@ -249,6 +249,10 @@ def parse_ray_status(text: str) -> RayStatus:
     ...                      "Demands:\\n {'GPU': 1.0}: 1+ pending tasks/actors (1+ using placement groups)\\n")
     >>> s.active, s.gpus_all_taken, s.usage["GPU"].pg_reserved, s.demands
     (('node_5373',), True, 2.0, ("{'GPU': 1.0}: 1+ pending tasks/actors (1+ using placement groups)",))
+    >>> parse_ray_status("Resources\\n----\\nTotal Usage:\\n 2.0/2.0 GPU (2.0 used of 2.0 reserved in placement "
+    ...                  "groups)\\nPending Demands:\\n"
+    ...                  " {'GPU': 1.0} * 2 (PACK): 1+ pending placement groups\\n").demands
+    ("{'GPU': 1.0} * 2 (PACK): 1+ pending placement groups",)
     """
     sections: dict[str, list[str]] = {}
     current = ""
@@ -257,7 +261,8 @@ def parse_ray_status(text: str) -> RayStatus:
         if not stripped or set(stripped) <= {"-", "="} or stripped.startswith("======"):
             continue
         if not line.startswith(" ") and stripped.endswith(":"):
-            current = stripped[:-1].removeprefix("Total ").lower()
+            # Ray's v2 autoscaler heads its demands `Pending Demands:` (the v1 one `Demands:`/`Total Demands:`)
+            current = stripped[:-1].removeprefix("Total ").lower().replace("pending demands", "demands")
             sections.setdefault(current, [])
         elif current and line.startswith(" "):
             sections[current].append(stripped)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -317,15 +318,20 @@ between nightly ones)."""
 
 
 def previous_results(reports_dir: Path, deployment: str, scope: RunScope | None = None, *,
-                     replayed: bool | None = None) -> tuple[Path, dict] | None:
+                     replayed: bool | None = None, passed_over: list[str] | None = None) -> tuple[Path, dict] | None:
     """The latest readable past results of `deployment` (call before writing this run's), or None; with
     `scope`, the latest of that scope (a partial one: of the same selection); with `replayed`, only replays
     (True) or only live runs (False): a live run is compared with live runs (a history written before replays
-    went to reports/replay/ may hold them)."""
+    went to reports/replay/ may hold them). `passed_over` receives, for each newer file that could not be read
+    (over the size cap, not JSON, not a regular file), its name and why, so the run can say so."""
     for path in list(reversed(history_files(reports_dir, deployment)))[:PREVIOUS_SCAN]:
         try:
             document = load_results(path)
-        except LlmvalError:
+        except LlmvalError as error:
+            if passed_over is not None:  # the reason alone: its path and OSError's errno are said already
+                why = str(error).splitlines()[0].split(f"{path}: ", 1)[-1]
+                why = re.sub(r"^\[Errno \d+\] |: '[^']*'$", "", why)
+                passed_over.append(f"history/{path.name}: {why[:200]}")
             continue
         if replayed is not None and (document.get("mode") == "replay") != replayed:
             continue
