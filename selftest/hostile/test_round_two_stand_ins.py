@@ -1,0 +1,110 @@
+"""Stand-ins the first round had not seen (issue 42, round two): framings of an event stream and answers whose token
+counts are no counts. Each lie fails every reader naming it; each honest framing (an SSE spec's comment, `data:`
+with no space, a named `message` event, CRLF, `[DONE]` with no blank line after it) reads as the tokens generated.
+
+Before round two an `event: error` frame was read as data (its JSON, whatever it said, taken as a chunk), a usage
+of `"16"` or `16.0` was dropped silently by the streams' reader and reached the tool-call judge as a string (a
+TypeError on `>= max_tokens`), and a non-streamed usage of `-1`, `true` or `"16"` passed the answer's shape.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmval.core.errors import EndpointError, ParseError
+from llmval.engines import join_chat_stream
+from llmval.io.answers import ChatCompletion, checked
+from llmval.io.sse import data_events
+from selftest.hostile.streams import MAX_TOKENS, honest
+from selftest.hostile.test_lying_streams import FORMS, N, _httpx, _wire
+
+FRAMING_LIES = {
+    # a proxy or a server reporting its engine's failure mid-stream, then going on as if nothing happened
+    "event-error-then-more": ("event: error\ndata: {\"message\": \"engine died\"}\n\n", "named 'error'"),
+    # the same frame carrying a chunk of the answer: a named event is no data event, whatever it holds
+    "event-error-with-choices": ("event: error\ndata: {\"choices\": [{\"index\": 0, \"text\": \"x\", "
+                                 "\"delta\": {\"content\": \"x\"}, \"finish_reason\": null}]}\n\n", "named 'error'"),
+    "event-of-another-protocol": ("event: response.output_text.delta\ndata: {\"delta\": \"x\"}\n\n",
+                                  "named 'response.output_text.delta'"),
+}
+"""name -> (the raw frame put after the stream's second event, what every reader's reason names)."""
+
+
+def _frames(form: str, inserted: str = "", *, crlf: bool = False, comment: bool = False, nospace: bool = False,
+            named: bool = False, done_unframed: bool = False) -> list[str]:
+    """An honest stream of N tokens as raw SSE frames, with `inserted` after its second event."""
+    prefix = "data:" if nospace else "data: "
+    frames = [("event: message\n" if named else "") + f"{prefix}{e}\n\n" for e in honest(form, N)]
+    if comment:
+        frames = [": ping\n\n" + f for f in frames]
+    if done_unframed:
+        frames[-1] = frames[-1].rstrip("\n")
+    if inserted:
+        frames.insert(2, inserted)
+    text = "".join(frames)
+    return [text.replace("\n", "\r\n") if crlf else text]
+
+
+def _readers(form: str, raw: str):
+    """(reader, record) of the wire client and the load's httpx path for the raw bytes `raw`."""
+    import selftest.hostile.test_lying_streams as streams
+
+    original = streams.render
+    streams.render = lambda events, crlf=False: raw.encode()  # the harness's readers, fed these exact bytes
+    try:
+        return [("wire", _wire(form, [])), ("httpx", _httpx(form, []))]
+    finally:
+        streams.render = original
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("lie", FRAMING_LIES)
+def test_a_named_event_fails_every_reader_naming_it(lie, form):
+    frame, said = FRAMING_LIES[lie]
+    raw = _frames(form, frame)[0]
+    for reader, record in _readers(form, raw):
+        assert not record.success, (reader, record)
+        assert said in record.error and "Traceback" not in record.error, (reader, record.error)
+    if form == "chat":
+        with pytest.raises(ParseError, match=said):
+            join_chat_stream(data_events([raw.encode()]), max_tokens=MAX_TOKENS)
+
+
+HONEST_FRAMINGS = {"comments": {"comment": True}, "data-without-a-space": {"nospace": True},
+                   "named-message-events": {"named": True}, "crlf": {"crlf": True},
+                   "done-without-a-blank-line": {"done_unframed": True},
+                   "all-at-once": {"comment": True, "nospace": True, "named": True, "crlf": True}}
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("framing", HONEST_FRAMINGS)
+def test_an_honest_framing_reads_as_the_tokens_generated_in_every_reader(framing, form):
+    raw = _frames(form, **HONEST_FRAMINGS[framing])[0]
+    for reader, record in _readers(form, raw):
+        assert record.success, (reader, record.error)
+        assert (record.output_tokens, record.unverified_count) == (N, ""), reader
+    if form == "chat":
+        joined = join_chat_stream(data_events([raw.encode()]), max_tokens=MAX_TOKENS)
+        assert (joined.usage["completion_tokens"], joined.fault) == (N, "")
+
+
+def test_a_stream_with_total_tokens_only_is_no_measurement_for_the_load():
+    """usage.total_tokens and no completion_tokens: the load has no count of its own to put in its place."""
+    events = honest("completion", N)
+    events[-2] = events[-2].replace(f'"completion_tokens": {N}, ', "")
+    raw = "".join(f"data: {e}\n\n" for e in events)
+    for reader, record in _readers("completion", raw):
+        assert not record.success and "no usage message with completion_tokens" in record.error, (reader, record)
+
+
+@pytest.mark.parametrize("count", ["16", 16.0, -1, True, 1e300])
+def test_a_non_streamed_usage_that_is_no_count_is_refused_by_the_answer_shape(count):
+    """Every non-streamed chat answer a check reads passes `checked(ChatCompletion, ...)`: a count that is no JSON
+    integer >= 0 is the server's fault named there, never a number a judge compares (the tool-call judge raised a
+    TypeError on "16" >= max_tokens)."""
+    body = {"choices": [{"message": {"content": "OK"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": count}}
+    with pytest.raises(EndpointError, match=r"usage\.completion_tokens"):
+        checked(ChatCompletion, body, "[hostile] POST /v1/chat/completions")
+    body["usage"]["completion_tokens"] = 16
+    assert checked(ChatCompletion, body, "[hostile] POST /v1/chat/completions") is body
