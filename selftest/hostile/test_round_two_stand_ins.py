@@ -108,3 +108,43 @@ def test_a_non_streamed_usage_that_is_no_count_is_refused_by_the_answer_shape(co
         checked(ChatCompletion, body, "[hostile] POST /v1/chat/completions")
     body["usage"]["completion_tokens"] = 16
     assert checked(ChatCompletion, body, "[hostile] POST /v1/chat/completions") is body
+
+
+# ---- identity: paths that say one model and load another, and honest spellings of the same weights ----------------
+_STEP_OUT = "/models/HuggingFaceTB/SmolLM2-135M-Instruct/../../zai-org/GLM-4.7-Flash"
+_HF_CACHE = "/root/.cache/huggingface/hub/models--HuggingFaceTB--SmolLM2-135M-Instruct/snapshots/ab12cd/"
+
+
+def test_a_path_that_steps_out_of_the_declared_folder_is_read_where_it_lands():
+    """`..` is resolved before families and weights are compared: the path above is GLM's folder."""
+    from llmval.engines.identity import ModelEvidence, contradictions, path_parts
+
+    assert path_parts(_STEP_OUT) == ("models", "zai-org", "glm-4.7-flash")
+    said = contradictions("smollm2", None, [ModelEvidence("GET /v1/models root", ("smollm2",), _STEP_OUT)])
+    assert said and "(glm)" in said[0], said
+    declared = contradictions("smollm2", "HuggingFaceTB/SmolLM2-135M-Instruct",
+                              [ModelEvidence("GET /v1/models root", ("smollm2",), _STEP_OUT)])
+    assert declared and "not the declared model_path" in declared[0], declared
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(("engine", "routes", "keys", "said"), [
+    ("vllm", "step-out", {}, "(glm)"),
+    ("sglang", "two-sources", {}, "/model_info model_path loaded '/srv/ckpt-old' but /server_info"),
+], ids=["vllm-root-steps-out-to-glm", "sglang-server-info-and-get-model-info-disagree"])
+def test_identity_stand_ins_are_red(tmp_path, engine, routes, keys, said):
+    from selftest.hostile.test_model_behind_the_name import CHECK, _run, _sglang, _vllm_root
+
+    table = {"step-out": _vllm_root(_STEP_OUT) if engine == "vllm" else None,
+             "two-sources": _sglang("/srv/ckpt-new", model_info="/srv/ckpt-old")}
+    identity = _run(tmp_path, table[routes], engine=engine, **keys)[CHECK]
+    assert identity["cause"] == "broken" and said in identity["observed"], identity
+
+
+@pytest.mark.subprocess
+def test_a_declared_repository_served_from_the_hf_cache_with_a_trailing_slash_holds(tmp_path):
+    from selftest.hostile.test_model_behind_the_name import CHECK, _run, _sglang
+
+    identity = _run(tmp_path, _sglang(_HF_CACHE, model_info=_HF_CACHE.rstrip("/")), engine="sglang",
+                    expect={"model_path": "HuggingFaceTB/SmolLM2-135M-Instruct"})[CHECK]
+    assert identity["cause"] == "held", identity
