@@ -148,3 +148,50 @@ def test_a_declared_repository_served_from_the_hf_cache_with_a_trailing_slash_ho
     identity = _run(tmp_path, _sglang(_HF_CACHE, model_info=_HF_CACHE.rstrip("/")), engine="sglang",
                     expect={"model_path": "HuggingFaceTB/SmolLM2-135M-Instruct"})[CHECK]
     assert identity["cause"] == "held", identity
+
+
+# ---- baselines: a file that lies about where it belongs ----------------------------------------------------------
+def _baselines(tmp_path):
+    """A store holding the baseline of a slow deployment (FP8 KV: 50 tok/s), and the identity of the fast one."""
+    from llmval.load import BaselineStore
+    from selftest.load.test_baseline import IDENTITY, WORKLOAD, _run
+
+    store = BaselineStore(tmp_path)
+    slow = {**IDENTITY, "kv_cache_dtype": "fp8"}
+    return store, store.save(_run(0.020), slow), slow, IDENTITY, WORKLOAD
+
+
+def _place(store, identity, workload, endpoint="e"):
+    from llmval.load._engine import server_key
+
+    path = store.path(endpoint, server_key(identity), workload.key())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.mark.parametrize("moved", ["to-another-deployment", "to-another-workload", "to-another-endpoint"])
+def test_a_baseline_moved_where_it_does_not_belong_is_refused_naming_the_file(tmp_path, moved):
+    """The store finds a baseline by its place: the slow deployment's file copied under the fast one's key (or a
+    C=1 run under a C=64 name, or another endpoint's) would make a 2x regression GREEN. Refused, naming the file."""
+    import dataclasses
+
+    from llmval.load._baseline import BaselineInvalid
+
+    store, saved, _slow, fast, workload = _baselines(tmp_path)
+    where = {"to-another-deployment": (fast, workload, "e"),
+             "to-another-workload": ({**fast, "kv_cache_dtype": "fp8"}, dataclasses.replace(workload, concurrency=64),
+                                     "e"),
+             "to-another-endpoint": ({**fast, "kv_cache_dtype": "fp8"}, workload, "e2")}[moved]
+    target = _place(store, *where)
+    target.write_bytes(saved.read_bytes())
+    said = {"to-another-deployment": "not the folder", "to-another-workload": "not the workload",
+            "to-another-endpoint": "not 'e2'"}[moved]
+    with pytest.raises(BaselineInvalid, match=said) as refused:
+        store.load(where[2], where[0], where[1].key())
+    assert str(target) in str(refused.value)
+
+
+def test_the_baseline_saved_in_its_own_place_is_read(tmp_path):
+    store, _saved, slow, _fast, workload = _baselines(tmp_path)
+    baseline = store.load("e", slow, workload.key())
+    assert baseline is not None and baseline.metrics["decode_tok_s"] == pytest.approx(50.0)
