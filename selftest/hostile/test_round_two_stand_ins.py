@@ -195,3 +195,46 @@ def test_the_baseline_saved_in_its_own_place_is_read(tmp_path):
     store, _saved, slow, _fast, workload = _baselines(tmp_path)
     baseline = store.load("e", slow, workload.key())
     assert baseline is not None and baseline.metrics["decode_tok_s"] == pytest.approx(50.0)
+
+
+# ---- metrics: counters that reset and regrow, that fall mid-window, that are below 0 -----------------------------
+def test_a_generation_counter_that_grew_less_than_the_run_streamed_measures_nothing():
+    """Reset between the window's two scrapes and regrown (5000 -> restart -> 5005): no drop shows, but the counter
+    grew by 5 while this run's verified streams carried 22 tokens. The REAL recordings' windows all grew by exactly
+    their own tokens or more (foreign_tokens 0.0 in 253 windows, 258-516 where other traffic ran)."""
+    import dataclasses
+
+    from llmval.load._engine import WindowDeltas
+    from selftest.load.test_baseline import _run
+
+    run = _run(0.010)  # two successful streams of 11 tokens
+    reset = dataclasses.replace(run, engine=WindowDeltas(5.0, 2.0, None, None))
+    assert "grew 5 over the window" in reset.counters_impossible and "carried 22 tokens" in reset.counters_impossible
+    for grown in (22.0, 538.0, None):  # its own tokens, with other traffic, no counter at all
+        assert dataclasses.replace(run, engine=WindowDeltas(grown, 2.0, None, None)).counters_impossible == ""
+
+
+def test_a_sampled_counter_that_falls_above_its_first_value_is_named():
+    """100 -> 300 -> 150: every sample is above the first (its growth since it stays >= 0), yet it fell."""
+    from llmval.engines import VllmAdapter
+    from llmval.load._sampler import build_samples
+    from selftest.engines.test_ranges import _vllm
+
+    fell = build_samples(VllmAdapter, 1.0, [(0.0, _vllm(queries=100)), (0.5, _vllm(queries=300)),
+                                            (1.0, _vllm(queries=150))], [1.0] * 3, [])
+    assert "counter growth between two scrapes -150 (vllm:prefix_cache_queries from 0.5 s to 1.0 s)" in fell.impossible
+    grew = build_samples(VllmAdapter, 1.0, [(0.0, _vllm(queries=100)), (0.5, _vllm(queries=300)),
+                                            (1.0, _vllm(queries=300, hits=10))], [1.0] * 3, [])
+    assert grew.impossible == ""
+
+
+@pytest.mark.parametrize(("before", "after", "said"), [(-5, 100, "counter value -5"), (5000, "NaN", "nan"),
+                                                       (5000, "+Inf", "inf")])
+def test_a_window_counter_below_zero_or_not_finite_measures_nothing(before, after, said):
+    from llmval.engines import VllmAdapter
+    from llmval.load._engine import EngineCounters, window_deltas
+    from selftest.engines.test_ranges import _m, _vllm
+
+    deltas = window_deltas(EngineCounters(VllmAdapter, _m(_vllm(generated=before, finished=1))),
+                           EngineCounters(VllmAdapter, _m(_vllm(generated=after, finished=2))))
+    assert said in deltas.counters_impossible and "vllm:generation_tokens" in deltas.counters_impossible

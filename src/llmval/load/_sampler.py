@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,6 +77,13 @@ class EngineSamples:
                                                                                    f"{at:.1f} s")):
                     found.append(why)
                     break  # one per series: the first impossible sample names it
+        for key, values in self.counters.items():  # growth since the first sample: it only grows from one to the next
+            seen = [(at, v) for at, v in zip(self.times_s, values, strict=False) if v is not None]
+            for (was_at, was), (at, now) in itertools.pairwise(seen):
+                if why := out_of_range("counter_growth", now - was, values=f"{self.names.get(key, key)} from "
+                                                                          f"{was_at:.1f} s to {at:.1f} s"):
+                    found.append(why)  # 100 -> 300 -> 150: above the first sample, yet it fell (a reset)
+                    break
         if self.cache_hits is not None and self.cache_hits.impossible:
             found.append(self.cache_hits.impossible)
         drafts, accepted = self.counters.get("spec_drafts"), self.counters.get("spec_accepted_tokens")
