@@ -238,3 +238,34 @@ def test_a_window_counter_below_zero_or_not_finite_measures_nothing(before, afte
     deltas = window_deltas(EngineCounters(VllmAdapter, _m(_vllm(generated=before, finished=1))),
                            EngineCounters(VllmAdapter, _m(_vllm(generated=after, finished=2))))
     assert said in deltas.counters_impossible and "vllm:generation_tokens" in deltas.counters_impossible
+
+
+# ---- the grids' chat answer: read in the shape every other chat answer is ------------------------------------------
+@pytest.mark.parametrize(("message", "usage", "said"), [
+    ({"content": ["The number is 4417702."]}, {"completion_tokens": 7}, "choices.0.message.content"),
+    ({"content": "The number is 4417702."}, {"completion_tokens": "9999"}, "usage.completion_tokens"),
+    ({"content": "The number is 4417702."}, {"completion_tokens": -7}, "usage.completion_tokens"),
+], ids=["content-a-list", "count-a-string", "count-negative"])
+def test_a_grid_answer_of_another_shape_is_named_never_read_as_text(message, usage, said):
+    """`llmval.grid.server.ask` (the NIAH grid's one request) read a content of `["..."]` as its repr, which holds
+    the needle, and dropped a count it could not read without a word."""
+    import httpx
+
+    from llmval.engines import VllmAdapter
+    from llmval.grid.server import ask
+    from selftest.hostile.server import HostileServer, answer
+
+    def body(message: dict, usage: dict) -> dict:
+        return {"id": "c", "object": "chat.completion", "model": "smollm2", "usage": usage,
+                "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": "stop"}]}
+
+    def asked(route_body: dict):
+        with HostileServer({"/v1/chat/completions": answer(route_body)}) as server, \
+                httpx.Client(base_url=server.base_url) as client:
+            return ask(client, endpoint="hostile", engine=VllmAdapter, model="smollm2",
+                       messages=[{"role": "user", "content": "What is the number?"}], max_tokens=64)
+
+    with pytest.raises(EndpointError, match=said.replace(".", r"\.")):
+        asked(body(message, usage))
+    honest = asked(body({"content": "The number is 4417702."}, {"prompt_tokens": 9, "completion_tokens": 7}))
+    assert (honest.content, honest.completion_tokens) == ("The number is 4417702.", 7)
