@@ -269,3 +269,26 @@ def test_a_grid_answer_of_another_shape_is_named_never_read_as_text(message, usa
         asked(body(message, usage))
     honest = asked(body({"content": "The number is 4417702."}, {"prompt_tokens": 9, "completion_tokens": 7}))
     assert (honest.content, honest.completion_tokens) == ("The number is 4417702.", 7)
+
+
+# ---- echoes read without word breaks ------------------------------------------------------------------------------
+def test_an_echo_in_a_script_without_spaces_is_an_echo_and_a_quoted_needle_is_not():
+    import random
+
+    from llmval.grid.retrieval import not_a_retrieval
+
+    rng = random.Random(42)
+    hanzi = ("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种"
+             "面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本"
+             "去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比"
+             "或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总"
+             "次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做"
+             "必战先回则任取据处理府研")
+    prompt = "。".join("".join(rng.choice(hanzi) for _ in range(rng.randint(8, 30))) for _ in range(400))
+    prompt += "。巴黎的特殊魔法数字是4417702。巴黎的特殊魔法数字是多少？"
+    echo = prompt[len(prompt) // 2:len(prompt) // 2 + 600].replace("。", "")
+    assert "letters and digits" in not_a_retrieval(echo + "4417702", prompt=prompt, max_tokens=512)
+    assert not_a_retrieval("巴黎的特殊魔法数字是4417702。", prompt=prompt, max_tokens=64) == ""
+    english = "The special magic number for Paris mentioned in the provided text is 4417702."
+    haystack = " ".join(rng.choice(["grass", "sky", "river", "stone", "wind"]) for _ in range(2000))
+    assert not_a_retrieval(english, prompt=f"{haystack} {english} {haystack}", max_tokens=64) == ""
