@@ -9,7 +9,9 @@ the lie this module exists to refuse):
 - an event after `[DONE]` (the stream said it had ended: the events before it may not be the answer);
 - no `[DONE]` at all (the stream may have been cut anywhere, even after a finish reason);
 - output (text, content, reasoning, a tool call) or a second finish reason on a choice that already finished;
-- an event that is not a JSON object, or that carries an `error` instead of choices.
+- an event that is not a JSON object, or that carries an `error` instead of choices;
+- a named event (`event: error`: an OpenAI-compatible stream sends unnamed data events only);
+- a usage count that is no JSON integer (`"16"`, `16.0`, `true`), or a `completion_tokens` below an earlier one.
 
 A repeated chunk is not a fault here (an engine sends the same bytes for the same token twice in a row); what a
 repeated chunk inflates is judged by the counts (`StreamCounts`: text-bearing chunks above the claimed tokens).
