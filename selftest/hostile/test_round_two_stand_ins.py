@@ -292,3 +292,43 @@ def test_an_echo_in_a_script_without_spaces_is_an_echo_and_a_quoted_needle_is_no
     english = "The special magic number for Paris mentioned in the provided text is 4417702."
     haystack = " ".join(rng.choice(["grass", "sky", "river", "stone", "wind"]) for _ in range(2000))
     assert not_a_retrieval(english, prompt=f"{haystack} {english} {haystack}", max_tokens=64) == ""
+
+
+# ---- tool calls: envelopes an agent framework cannot answer ------------------------------------------------------
+_TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
+def _call(**changes) -> dict:
+    import json
+
+    return {"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})}, **changes}
+
+
+@pytest.mark.parametrize(("calls", "kind"), [
+    ([_call(id="")], "envelope"), ([_call(id="   ")], "envelope"), ([_call(), _call()], "envelope"),
+    ([_call(type="tool")], "envelope"), ([_call(id=7)], "envelope"),
+    ([_call(function={"name": "get_weather", "arguments": '[{"city": "Paris"}]'})], "not_object"),
+    ([_call(function={"name": "get_weather", "arguments": '"{\\"city\\": \\"Paris\\"}"'})], "not_object"),
+], ids=["id-empty", "id-blank", "ids-duplicated", "type-tool", "id-a-number", "arguments-a-list",
+        "arguments-a-string-of-json"])
+def test_a_tool_call_envelope_no_client_can_answer_is_invalid_streamed_or_not(calls, kind):
+    import json
+
+    from llmval.toolcalls.catalogue import ExpectedCall, ToolCase
+    from llmval.toolcalls.validate import Answer, judge
+
+    case = ToolCase("weather", "single", [_TOOL], "weather in Paris", [ExpectedCall("get_weather", {"city": "Paris"})],
+                    64)
+    verdict = judge(case, Answer("", "", calls, "tool_calls", 12), max_tokens=64)
+    assert not verdict.is_valid and kind in [p.kind for p in verdict.problems], verdict
+    assert judge(case, Answer("", "", [_call()], "tool_calls", 12), max_tokens=64).is_accurate
+    if not all(isinstance(c.get("id"), str) for c in calls):
+        return  # a stream's id is a string or absent (its shape)
+    events = [json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [{**c, "index": i}]},
+                                       "finish_reason": None}]}) for i, c in enumerate(calls)]
+    events += [json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+               json.dumps({"choices": [], "usage": {"completion_tokens": 12}}), "[DONE]"]
+    streamed = judge(case, Answer.from_stream(join_chat_stream(events, max_tokens=64)), max_tokens=64)
+    assert not streamed.is_valid and kind in [p.kind for p in streamed.problems], streamed
