@@ -332,3 +332,33 @@ def test_a_tool_call_envelope_no_client_can_answer_is_invalid_streamed_or_not(ca
                json.dumps({"choices": [], "usage": {"completion_tokens": 12}}), "[DONE]"]
     streamed = judge(case, Answer.from_stream(join_chat_stream(events, max_tokens=64)), max_tokens=64)
     assert not streamed.is_valid and kind in [p.kind for p in streamed.problems], streamed
+
+
+@pytest.mark.parametrize("edited", ["another-model", "another-engine"])
+def test_a_baseline_whose_identity_was_edited_to_match_is_refused_where_its_run_says_otherwise(tmp_path, edited):
+    """Another deployment's run (a bigger model's, or an SGLang engine's), its identity block replaced by this
+    deployment's and moved into this one's folder: the run's own fields (the model it asked for, the engine whose
+    metrics it sampled) still say whose it was. An edit of those too is not told from this deployment's own file;
+    its numbers are still checked."""
+    import dataclasses
+    import json
+
+    from llmval.load import BaselineStore
+    from llmval.load._baseline import BaselineInvalid
+    from selftest.load.test_baseline import IDENTITY, WORKLOAD, _run
+
+    store = BaselineStore(tmp_path)
+    theirs = _run(0.020)
+    if edited == "another-model":
+        theirs = dataclasses.replace(theirs, workload=dataclasses.replace(WORKLOAD, model="m-large"))
+    saved = store.save(theirs, {**IDENTITY, "models": [{"id": "m-large", "root": "/m-large"}]})
+    body = json.loads(saved.read_text())
+    body["identity"] = IDENTITY
+    body["workload"]["model"] = WORKLOAD.model if edited == "another-engine" else body["workload"]["model"]
+    if edited == "another-engine":
+        body["metrics"]["engine_samples"] = {"engine": "sglang", "interval_s": 1.0}
+    target = _place(store, IDENTITY, WORKLOAD)
+    target.write_text(json.dumps(body))
+    said = {"another-model": "asked for model 'm-large'", "another-engine": "sampled a sglang engine's"}[edited]
+    with pytest.raises(BaselineInvalid, match=said):
+        store.load("e", IDENTITY, WORKLOAD.key())

@@ -14,7 +14,8 @@ before baselines kept one, or by an absolute section) is compared unscaled, and 
 
 A baseline is a file anyone can edit, so it is validated on read (`BaselineInvalid`, naming the file) and never
 taken on trust: it lies where its contents say (its identity hashes to its folder, its workload is its file name,
-its run is its endpoint's: a file copied from a slower deployment's folder is no baseline here); every compared
+its run is its endpoint's, its model one the identity serves, its sampled engine the identity's: a file copied
+from a slower deployment's folder, or its identity edited to match, is no baseline here); every compared
 metric present, finite and >= 0 (0: not measured, never compared; one at least measured) and agreeing with the
 numbers it is derived from (decode tok/s = 1000 / median TPOT, output throughput = output tokens / duration,
 and those of its per-request TPOTs and output lengths, as this suite saves them); a
@@ -146,9 +147,22 @@ def _place_problems(path: Path, baseline: Baseline) -> list[str]:
     if key != path.stem:
         problems.append(f"its workload {shorten(json.dumps(workload, default=str), 160)} is not the workload "
                         f"{path.stem} its file name says")
-    endpoint = baseline.metrics.get("endpoint") if isinstance(baseline.metrics, dict) else None
+    metrics = baseline.metrics if isinstance(baseline.metrics, dict) else {}
+    endpoint = metrics.get("endpoint")
     if endpoint != path.parent.parent.name:
         problems.append(f"its run is of endpoint {endpoint!r}, not {path.parent.parent.name!r} whose folder it lies in")
+    # an identity edited to match this deployment's, over another's run: the parts of the run that repeat it
+    identity = baseline.identity if isinstance(baseline.identity, dict) else {}
+    if "endpoint" in identity and identity["endpoint"] != endpoint:
+        problems.append(f"its identity names endpoint {identity['endpoint']!r}, its run {endpoint!r}")
+    served = [m.get("id") for m in identity.get("models") or () if isinstance(m, dict)]
+    model = workload.get("model") if isinstance(workload, dict) else None
+    if served and model not in served:
+        problems.append(f"its run asked for model {model!r}, which its identity does not serve ({served})")
+    samples = metrics.get("engine_samples")
+    sampled = samples.get("engine") if isinstance(samples, dict) else None
+    if sampled is not None and "engine" in identity and sampled != identity["engine"]:
+        problems.append(f"its run sampled a {sampled} engine's metrics, its identity says {identity['engine']}")
     return problems
 
 
