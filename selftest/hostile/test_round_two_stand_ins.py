@@ -362,3 +362,30 @@ def test_a_baseline_whose_identity_was_edited_to_match_is_refused_where_its_run_
     said = {"another-model": "asked for model 'm-large'", "another-engine": "sampled a sglang engine's"}[edited]
     with pytest.raises(BaselineInvalid, match=said):
         store.load("e", IDENTITY, WORKLOAD.key())
+
+
+def _two_ranks(kv: tuple[float, float], queries: tuple[float, float]) -> str:
+    """A data-parallel vLLM scrape (engine="0" and engine="1"), SYNTHESIZED in the REAL label set."""
+    from selftest.engines.test_ranges import _vllm
+
+    one = 'vllm:kv_cache_usage_perc{engine="0",model_name="smollm2"} 0.25'
+    return (_vllm(queries=queries[0]).replace(one, f'vllm:kv_cache_usage_perc{{engine="0",model_name="smollm2"}} '
+                                                   f'{kv[0]}\nvllm:kv_cache_usage_perc{{engine="1",model_name='
+                                                   f'"smollm2"}} {kv[1]}')
+            + f'vllm:prefix_cache_queries_total{{engine="1",model_name="smollm2"}} {queries[1]}\n')
+
+
+@pytest.mark.parametrize(("later", "said"), [
+    (((1.8, 0.1), (100, 500)), 'KV-cache usage 1.8 (vllm:kv_cache_usage_perc{engine="0"'),
+    (((0.2, 0.3), (400, 250)), 'counter growth between two scrapes -250 (vllm:prefix_cache_queries{engine="1"'),
+], ids=["one-rank-kv-usage-1.8-averaged-to-0.95", "one-rank-counter-reset-summed-to-growth"])
+def test_one_ranks_impossible_value_is_named_though_the_mean_or_sum_looks_fine(later, said):
+    from llmval.engines import VllmAdapter
+    from llmval.load._sampler import build_samples
+
+    first = _two_ranks((0.2, 0.3), (100, 500))
+    samples = build_samples(VllmAdapter, 1.0, [(0.0, first), (1.0, _two_ranks(*later))], [1.0, 1.0], [])
+    assert said in samples.impossible, samples.impossible
+    honest = build_samples(VllmAdapter, 1.0, [(0.0, first), (1.0, _two_ranks((0.9, 0.1), (400, 550)))],
+                           [1.0, 1.0], [])
+    assert honest.impossible == ""
