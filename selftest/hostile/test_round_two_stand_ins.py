@@ -389,3 +389,28 @@ def test_one_ranks_impossible_value_is_named_though_the_mean_or_sum_looks_fine(l
     honest = build_samples(VllmAdapter, 1.0, [(0.0, first), (1.0, _two_ranks((0.9, 0.1), (400, 550)))],
                            [1.0, 1.0], [])
     assert honest.impossible == ""
+
+
+# ---- snapshot --out: the inventory under names the first round had not tried -------------------------------------
+@pytest.mark.parametrize("spelled", ["through-a-linked-folder", "read-through-a-link-written-to-its-target",
+                                     "a-hard-link-read-written-to-the-original"])
+def test_snapshot_never_writes_the_inventory_it_read_whatever_the_names(tmp_path, capsys, spelled):
+    import os
+
+    from selftest.snapshot.test_snapshot_writes import KPRO6_FP8, _seed, _snapshot
+
+    inventory = _seed(tmp_path, "kpro6")
+    before = inventory.read_bytes()
+    read, out = inventory, inventory
+    if spelled == "through-a-linked-folder":
+        (tmp_path / "again").symlink_to(tmp_path, target_is_directory=True)
+        out = tmp_path / "again" / inventory.name
+    elif spelled == "read-through-a-link-written-to-its-target":
+        read = tmp_path / "current.toml"
+        read.symlink_to(inventory.name)
+    else:
+        read = tmp_path / "hard.toml"
+        os.link(inventory, read)
+    assert _snapshot(read, KPRO6_FP8, "--out", str(out), "--force") == int(pytest.ExitCode.USAGE_ERROR)
+    assert "the file it was read from" in capsys.readouterr().err
+    assert inventory.read_bytes() == before and not list(tmp_path.glob("*.bak-*"))
