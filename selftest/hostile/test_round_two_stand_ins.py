@@ -16,7 +16,7 @@ from llmval.engines import join_chat_stream
 from llmval.io.answers import ChatCompletion, checked
 from llmval.io.sse import data_events
 from selftest.hostile.streams import MAX_TOKENS, honest
-from selftest.hostile.test_lying_streams import FORMS, N, _httpx, _wire
+from selftest.hostile.test_lying_streams import FORMS, N
 
 FRAMING_LIES = {
     # a proxy or a server reporting its engine's failure mid-stream, then going on as if nothing happened
@@ -46,15 +46,30 @@ def _frames(form: str, inserted: str = "", *, crlf: bool = False, comment: bool 
 
 
 def _readers(form: str, raw: str):
-    """(reader, record) of the wire client and the load's httpx path for the raw bytes `raw`."""
-    import selftest.hostile.test_lying_streams as streams
+    """(reader, record) of the wire client (over a real socket) and the load's httpx path, fed exactly `raw`."""
+    import asyncio
 
-    original = streams.render
-    streams.render = lambda events, crlf=False: raw.encode()  # the harness's readers, fed these exact bytes
-    try:
-        return [("wire", _wire(form, [])), ("httpx", _httpx(form, []))]
-    finally:
-        streams.render = original
+    import httpx
+
+    from llmval.load import WireClient, stream_completion
+    from selftest.hostile.server import HostileServer, answer
+
+    path, payload = FORMS[form]
+    with HostileServer({path: answer(raw.encode(), content_type="text/event-stream")}) as server:
+        async def over_the_wire():
+            async with WireClient(server.base_url, timeout_s=10) as client:
+                return await client.stream(payload, path=path)
+
+        wire = asyncio.run(over_the_wire())
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=httpx.ByteStream(raw.encode()))
+
+    async def through_httpx():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handle), base_url="http://fake") as client:
+            return await stream_completion(client, payload, path=path)
+
+    return [("wire", wire), ("httpx", asyncio.run(through_httpx()))]
 
 
 @pytest.mark.parametrize("form", FORMS)
