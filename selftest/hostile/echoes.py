@@ -9,7 +9,9 @@ Styles (what the 'model' answers to a prompt whose needle says `... for <key> is
   words of the haystack before the question, with the needle's sentence in front of them), `answer-and-haystack` (the
   right sentence, then 80 words of haystack), `usage-x10` (the right sentence, usage 10 x max_tokens), `overlong`
   (the right sentence, then 100 words of the model's own, usage claiming 12 tokens), `echo-without-spaces` (the
-  prompt with its whitespace turned into `_`: one word, no run of words copied, usage claiming 40 tokens).
+  prompt with its whitespace turned into `_`: one word, no run of words copied, usage claiming 40 tokens),
+  `needle-region-without-spaces` (240 words around the needle joined with no space: one 'word' per sentence, too
+  few characters for the length rules; round two).
 
 The stand-in /tokenize counts whitespace pieces (`llmval.needle.whitespace_token_count`), not any real tokenizer.
 """
@@ -33,6 +35,7 @@ LIES = {
     "usage-x10": "above max_tokens",
     "overlong": "words",
     "echo-without-spaces": "characters",
+    "needle-region-without-spaces": "letters and digits",
 }
 """Each lie and a fragment of the reason the cell must name."""
 
@@ -65,6 +68,9 @@ def answer_for(style: str, body: dict) -> tuple[str, dict]:
         tokens = 10 * max_tokens
     elif style == "echo-without-spaces":
         text, tokens = "_".join(words), 40
+    elif style == "needle-region-without-spaces":  # round two: 240 words around the needle, spaces taken out
+        at = next(i for i, w in enumerate(words) if w == f"{value}.")
+        text, tokens = "".join(words[max(0, at - 120):at + 120]), min(max_tokens, 60)
     elif style == "overlong":
         text, tokens = sentence + " Moreover" * 100, 12
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens}

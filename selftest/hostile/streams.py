@@ -97,10 +97,20 @@ LIES: dict[str, Shape] = {
     "duplicated-chunks": Shape(lambda form, n: [*(c for c in token_chunks(form, n)[:-1] for _ in (0, 1)),
                                                 token_chunks(form, n)[-1], _usage(n), "[DONE]"], "below the"),
     "negative-usage": Shape(lambda form, n: [*token_chunks(form, n), _usage(-5), "[DONE]"], "negative"),
+    "usage-a-string": Shape(lambda form, n: [*token_chunks(form, n), _usage(n).replace(f'"completion_tokens": {n}',
+                                                                                      f'"completion_tokens": "{n}"'),
+                                             "[DONE]"], "not a token count"),
+    "usage-a-float": Shape(lambda form, n: [*token_chunks(form, n), _usage(n).replace(f'"completion_tokens": {n}',
+                                                                                     f'"completion_tokens": {n}.0'),
+                                            "[DONE]"], "not a token count"),
+    "usage-that-falls": Shape(lambda form, n: [*(c[:-1] + f', "usage": {{"completion_tokens": {4 * (i + 1)}}}}}'
+                                                 for i, c in enumerate(token_chunks(form, n))), _usage(n), "[DONE]"],
+                              "fell from"),
 }
 """Each lie: [DONE] before the content, in the middle, twice; no [DONE]; output after a finish reason; a second
 finish reason; usage inflated (x10: above max_tokens; x4: more tokens than bytes arrived), halved, or made
-negative; every chunk sent twice."""
+negative; every chunk sent twice; (round two) usage a string or a float (which a client reads some way), and a
+running usage that falls (4 per chunk, then the true total at the end)."""
 
 
 def render(events: list[str], *, crlf: bool = False) -> bytes:

@@ -62,9 +62,15 @@ def families(text: str) -> set[str]:
 
 
 def path_parts(path: str) -> tuple[str, ...]:
-    """A weights' path as comparable components, lowercased: `.` dropped, a Hugging Face cache folder read as its
-    repository id (`.../models--Qwen--Qwen3-8B/snapshots/ab12` -> `qwen/qwen3-8b`)."""
-    parts = [p for p in path.strip().lower().replace("\\", "/").split("/") if p not in ("", ".")]
+    """A weights' path as comparable components, lowercased: `.` dropped, `..` taken back, a Hugging Face cache
+    folder read as its repository id (`.../models--Qwen--Qwen3-8B/snapshots/ab12` -> `qwen/qwen3-8b`)."""
+    parts: list[str] = []
+    for part in path.strip().lower().replace("\\", "/").split("/"):
+        if part == "..":  # `/models/Qwen/Qwen3-8B/../../zai-org/GLM-4.7-Flash` is GLM's folder, whatever it passed
+            if parts:
+                parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
     for part in parts:
         if part.startswith("models--"):
             return tuple(p for p in part.removeprefix("models--").split("--") if p)
@@ -99,7 +105,7 @@ def contradictions(model: str, declared_path: str | None, evidence: list[ModelEv
             if not same_weights(e.path or "", declared_path):
                 found.append(f"{e.source} loaded {e.path!r}, not the declared model_path {declared_path!r}")
             continue
-        named, loaded = families(model), families(e.path or "")
+        named, loaded = families(model), families("/".join(path_parts(e.path or "")))
         if named and loaded and not named & loaded:
             found.append(f"{e.source} loaded {e.path!r} ({', '.join(sorted(loaded))}), not the served name "
                          f"{model!r} ({', '.join(sorted(named))})")

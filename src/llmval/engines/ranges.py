@@ -63,7 +63,12 @@ RANGES: dict[str, PhysicalRange] = {
     "counter_growth": PhysicalRange("counter growth between two scrapes", 0.0, math.inf,
                                     "a Prometheus counter only grows (a drop: the engine restarted between the "
                                     "scrapes, or another server answered one of them)"),
+    "counter_value": PhysicalRange("counter value", 0.0, math.inf, "a Prometheus counter starts at 0 and only grows"),
     "gauge_count": PhysicalRange("request count", 0.0, math.inf, "requests running or waiting cannot be negative"),
+    "generation_beyond_own": PhysicalRange(
+        "generation counter growth beyond this run's own tokens", 0.0, math.inf,
+        "the engine counts every token it generates, this run's streamed ones among them: a counter that grew by less "
+        "was reset between the scrapes (the engine restarted) or counts for another server"),
 }
 """figure key -> its physical range. A new ratio or share the adapters compute gets its line here."""
 

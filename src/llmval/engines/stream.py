@@ -45,6 +45,15 @@ class StreamedChat:
     """The protocol fault of a stream that ended with no finish reason and no `[DONE]` ("" for a whole stream)."""
 
 
+def _unbroken(data: Iterable[str | bytes]) -> Iterable[str | bytes]:
+    """`data`, a fault of its SSE framing (`llmval.io.sse.SseSplitter`: a named `event: error`, an event past the
+    size bound) raised as the ParseError every other protocol fault of the stream is."""
+    try:
+        yield from data
+    except StreamBroken as fault:
+        raise ParseError("chat completion stream", str(fault), "") from None
+
+
 def join_chat_stream(data: Iterable[str | bytes], max_tokens: int | None = None) -> StreamedChat:
     """Fold the `data:` payloads of a chat-completions event stream into one message (ParseError: a protocol
     fault, an event of another shape, or a usage the stream cannot back: `StreamCounts.gap` with the request's
@@ -57,7 +66,7 @@ def join_chat_stream(data: Iterable[str | bytes], max_tokens: int | None = None)
     chunks = 0
     raw: list[str] = []
     reader = OpenAIStream()
-    for item in data:
+    for item in _unbroken(data):
         payload = item.decode("utf-8", "replace") if isinstance(item, bytes) else item
         raw.append(payload)
         try:

@@ -14,6 +14,9 @@ without the model's tokenizer:
 - the answer has more characters than `max_tokens` (or usage's tokens) can decode to: whitespace dropped and
   runs of one character counted once (vocabularies hold long runs of spaces or `=`), no token of a served
   vocabulary is longer than `MAX_CHARS_PER_TOKEN` (an echo with its spaces taken out is still too long);
+- the answer repeats the prompt read without word breaks: `ECHO_CHARS` of its letters and digits are in runs of
+  `RUN_CHARS` copied from the prompt's letters and digits (the prompt with its spaces and punctuation taken out,
+  a script written without spaces);
 - the answer repeats the prompt: `ECHO_WORDS` or more of its words, or half the prompt (and at least
   `ECHO_MIN_WORDS`), are runs of at least `RUN_WORDS` words copied from the prompt (an honest answer may quote the
   needle's sentence and the question, a dozen words or two, or restate a short request; not a paragraph of
@@ -40,6 +43,11 @@ such tokens of the vocabularies served here (code identifiers, CJK phrases) are 
 DENSE_RE = re.compile(r"\s+|(.)\1+", re.DOTALL)
 ECHO_SHARE = 0.5
 """Share of the prompt's words repeated in copied runs from which an answer is an echo (short prompts)."""
+RUN_CHARS = 64
+"""A copied run of letters and digits counts from this many in a row (the echo rule read without word breaks)."""
+ECHO_CHARS = 256
+"""Letters and digits of an answer in copied runs from which it is an echo, however its words are broken: the prompt
+with its spaces and punctuation taken out, or a text whose script has none (32 words of English are ~150)."""
 ECHO_MIN_WORDS = 16
 """The fewest copied words that make an echo of a short prompt (a tool call's request restated in its content,
 'I will call get_weather with city Paris and unit celsius', copies 8)."""
@@ -55,6 +63,9 @@ def not_a_retrieval(answer: str, *, prompt: str, max_tokens: int | None,
     if copied >= ECHO_WORDS or (prompt_words and copied >= max(ECHO_SHARE * prompt_words, ECHO_MIN_WORDS)):
         return (f"the answer repeats the prompt: {copied} of its words are runs of {RUN_WORDS}+ words copied from "
                 f"the prompt ({prompt_words} words): an echo is not a retrieval")
+    if (copied := copied_chars(answer, prompt)) >= ECHO_CHARS:
+        return (f"the answer repeats the prompt: {copied} of its letters and digits are runs of {RUN_CHARS}+ copied "
+                "from the prompt, spaces and punctuation aside: an echo is not a retrieval")
     if completion_tokens is not None and max_tokens is not None and completion_tokens > max_tokens:
         return (f"usage says {completion_tokens} completion tokens, above max_tokens {max_tokens}: not the "
                 "generation the question asked for (a made-up count, or a server that ignores max_tokens)")
@@ -128,6 +139,22 @@ def copied_words(answer: str, prompt: str) -> tuple[int, int]:
             if starts:
                 found.update(i for s in starts if said[s:s + RUN_WORDS] == window for i in range(s, s + RUN_WORDS))
     return len(found), prompt_words
+
+
+def copied_chars(answer: str, prompt: str) -> int:
+    """Letters and digits of `answer` (case, whitespace and punctuation dropped) inside runs of `RUN_CHARS` that
+    occur in `prompt` read alike: `alphabravocharlie...` copied from `alpha bravo, charlie ...` is copied, though
+    it has no word of the prompt. Windows start every `RUN_CHARS // 2` characters (a run of 1.5 windows holds one
+    whole), each looked up by substring search: an answer shorter than `ECHO_CHARS` costs nothing."""
+    said = "".join(WORD_RE.findall(answer.lower()))
+    if len(said) < ECHO_CHARS:
+        return 0
+    text = "".join(WORD_RE.findall(prompt.lower()))
+    covered: set[int] = set()
+    for start in range(0, len(said) - RUN_CHARS + 1, RUN_CHARS // 2):
+        if said[start:start + RUN_CHARS] in text:
+            covered.update(range(start, start + RUN_CHARS))
+    return len(covered)
 
 
 def _count_words(text: str) -> int:

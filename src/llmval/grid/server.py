@@ -21,6 +21,7 @@ import httpx
 from ..core.contract import excerpt
 from ..core.errors import EndpointError, EndpointUnreachable, TokenizeFailed
 from ..engines import ADAPTERS, EngineAdapter
+from ..io.answers import ChatCompletion, checked
 from ..io.http import get_json, httpx_errors, json_of
 
 PROBE_CONTENT = "Reply with OK."
@@ -170,6 +171,9 @@ def ask(client: httpx.Client, *, endpoint: str, engine: type[EngineAdapter], mod
     started = time.monotonic()
     data = get_json(client, "/v1/chat/completions", endpoint=endpoint, method="POST", json_body=body)
     elapsed = time.monotonic() - started
+    # the answer's shape, as every other chat answer is read: content a string, usage counts JSON integers >= 0 (a
+    # content of ["4417702"] read as its repr held the needle; a count of "9999" was dropped without a word)
+    checked(ChatCompletion, data, f"[{endpoint}] POST /v1/chat/completions")
     try:
         choice = data["choices"][0]  # type: ignore[index]
         content = choice["message"].get("content") or ""

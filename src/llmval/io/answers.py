@@ -15,9 +15,9 @@ returns the data unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.contract import shorten
 from ..core.errors import EndpointError, ParseError
@@ -52,9 +52,14 @@ class Choice(_Shape):
     finish_reason: str | None = None
 
 
+TokenCount = Annotated[int, Field(strict=True, ge=0)]
+"""A count of tokens as engines send it: a JSON integer >= 0 (`"50"`, `50.0`, `true` and `-5` are refused, never
+read as a count: a check reading such a claim would judge a number no engine reported)."""
+
+
 class Usage(_Shape):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
 
 
 class ChatCompletion(_Shape):

@@ -9,7 +9,9 @@ the lie this module exists to refuse):
 - an event after `[DONE]` (the stream said it had ended: the events before it may not be the answer);
 - no `[DONE]` at all (the stream may have been cut anywhere, even after a finish reason);
 - output (text, content, reasoning, a tool call) or a second finish reason on a choice that already finished;
-- an event that is not a JSON object, or that carries an `error` instead of choices.
+- an event that is not a JSON object, or that carries an `error` instead of choices;
+- a named event (`event: error`: an OpenAI-compatible stream sends unnamed data events only);
+- a usage count that is no JSON integer (`"16"`, `16.0`, `true`), or a `completion_tokens` below an earlier one.
 
 A repeated chunk is not a fault here (an engine sends the same bytes for the same token twice in a row); what a
 repeated chunk inflates is judged by the counts (`StreamCounts`: text-bearing chunks above the claimed tokens).
@@ -67,7 +69,12 @@ class SseSplitter:
             if event.startswith(b"data: ") and b"\n" not in event:
                 found.append(event[6:])  # the common case: one data line
                 continue
-            lines = [line[5:] for line in event.split(b"\n") if line.startswith(b"data:")]
+            fields = event.split(b"\n")
+            lines = [line[5:] for line in fields if line.startswith(b"data:")]
+            if lines and (named := event_name(fields)) not in (b"", b"message"):
+                raise StreamBroken(f"an SSE event named {_text(named)!r} carrying {_text(lines[0]).strip()[:200]!r}: "
+                                   "an OpenAI-compatible stream sends unnamed data events only (a named one is an "
+                                   "error the server reported, or another protocol)")
             if lines:  # else a comment or an event without data
                 found.append(b"\n".join(line[1:] if line.startswith(b" ") else line for line in lines))
         return found
@@ -77,6 +84,12 @@ class SseSplitter:
         ends `data: [DONE]\\n` without the blank line is common enough that dropping it would call it cut)."""
         held, self._held = self._held.strip(b"\r\n"), b""
         return self.feed(held + b"\n\n") if held else []
+
+
+def event_name(fields: list[bytes]) -> bytes:
+    """The `event:` field of one SSE event's lines (b"" when it names none: the spec's default, "message")."""
+    names = [line[6:].strip() for line in fields if line.startswith(b"event:")]
+    return names[-1] if names else b""
 
 
 def data_events(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -198,10 +211,16 @@ class OpenAIStream:
             self._choices(choices)
         usage = body.get("usage")
         if usage and isinstance(usage, dict):
-            tokens, prompt = usage.get("completion_tokens"), usage.get("prompt_tokens")
-            if isinstance(tokens, int) and not isinstance(tokens, bool):
+            tokens, prompt = usage_count(usage, "completion_tokens"), usage_count(usage, "prompt_tokens")
+            if isinstance(fault := tokens if isinstance(tokens, str) else prompt, str):
+                raise StreamBroken(f"protocol fault: event {self.events}: {fault}")
+            earlier = self.counts.claimed_tokens
+            if tokens is not None and earlier is not None and tokens < earlier:
+                raise StreamBroken(f"protocol fault: event {self.events}: usage.completion_tokens fell from {earlier} "
+                                   f"to {tokens}: a count of the tokens generated so far only grows")
+            if tokens is not None:
                 self.counts.claimed_tokens = tokens
-            if isinstance(prompt, int) and not isinstance(prompt, bool):
+            if prompt is not None:
                 self.counts.claimed_prompt_tokens = prompt
         return body
 
@@ -246,6 +265,16 @@ class OpenAIStream:
             last = "a finish reason" if self.finished else "no finish reason"
             raise StreamBroken(f"protocol fault: the stream ended without data: [DONE] after {self.events} events "
                                f"({last}): it may have been cut")
+
+
+def usage_count(usage: dict, key: str) -> int | str | None:
+    """`usage[key]` when it is a token count (an integer, not a bool: a negative one is judged by
+    `StreamCounts.gap`), None when absent or null, else why it is no count (a str: `"50"`, `50.0`, `true` are what
+    no engine sends, so a count a client would read some way is refused rather than guessed)."""
+    value = usage.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return f"usage.{key} is {shorten(json.dumps(value), 60)} ({type(value).__name__}), not a token count"
 
 
 def _text(data: bytes) -> str:

@@ -13,9 +13,12 @@ slower one a regression, and none gets stricter than it was saved. A baseline wi
 before baselines kept one, or by an absolute section) is compared unscaled, and the verdict says so.
 
 A baseline is a file anyone can edit, so it is validated on read (`BaselineInvalid`, naming the file) and never
-taken on trust: every compared metric present, finite and >= 0 (0: not measured, never compared; one at least
-measured) and agreeing with the numbers it is derived from (decode tok/s = 1000 / median TPOT, output throughput =
-output tokens / duration, and those of its per-request TPOTs and output lengths, as this suite saves them); a
+taken on trust: it lies where its contents say (its identity hashes to its folder, its workload is its file name,
+its run is its endpoint's, its model one the identity serves, its sampled engine the identity's: a file copied
+from a slower deployment's folder, or its identity edited to match, is no baseline here); every compared
+metric present, finite and >= 0 (0: not measured, never compared; one at least measured) and agreeing with the
+numbers it is derived from (decode tok/s = 1000 / median TPOT, output throughput = output tokens / duration,
+and those of its per-request TPOTs and output lengths, as this suite saves them); a
 calibration finite, > 0 and below what any machine scores (`MAX_STEPS_S`); and, compared on a machine-relative
 section, a calibration at most `MAX_CALIBRATION_RATIO` times this machine's own. A negative, zero or 1e300
 number would otherwise turn the gate into `>= -800` or scale the baseline to nothing, and any regression GREEN.
@@ -31,12 +34,13 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.contract import shorten
 from ..core.errors import ParseError
 from ..core.files import read_regular_text
 from ..core.jsontext import read_json
 from ._calibrate import MAX_STEPS_S, Calibration
 from ._engine import server_key
-from ._runner import LoadRun
+from ._runner import LoadRun, Workload
 
 # Compared metrics: higher is better for both (a regression is a drop beyond the tolerance).
 COMPARED = ("decode_tok_s", "output_throughput")
@@ -122,6 +126,43 @@ def _per_request_problems(metrics: dict) -> list[str]:
         if float(total) != value:
             problems.append(f"total_output_tokens {total!r} contradicts the sum of its successful requests' "
                             f"output_lens = {value:.0f}")
+    return problems
+
+
+def _place_problems(path: Path, baseline: Baseline) -> list[str]:
+    """What the file says against where it lies (`<endpoint>/<server_key>/<workload_key>.json`): its identity is
+    another deployment's, its workload another's, its run another endpoint's. The store finds a baseline by its
+    place alone, so a file copied from another deployment's folder (a slower one: every regression GREEN) would be
+    compared as this one's; the suite saves each where its contents say."""
+    problems = []
+    if not isinstance(baseline.identity, dict) or server_key(baseline.identity) != path.parent.name:
+        key = server_key(baseline.identity) if isinstance(baseline.identity, dict) else "none"
+        problems.append(f"its identity hashes to {key}, not the folder {path.parent.name} it lies in (a baseline of "
+                        "another deployment, moved or edited)")
+    workload = baseline.workload
+    try:
+        key = Workload(**workload).key() if isinstance(workload, dict) else None
+    except TypeError:
+        key = None
+    if key != path.stem:
+        problems.append(f"its workload {shorten(json.dumps(workload, default=str), 160)} is not the workload "
+                        f"{path.stem} its file name says")
+    metrics = baseline.metrics if isinstance(baseline.metrics, dict) else {}
+    endpoint = metrics.get("endpoint")
+    if endpoint != path.parent.parent.name:
+        problems.append(f"its run is of endpoint {endpoint!r}, not {path.parent.parent.name!r} whose folder it lies in")
+    # an identity edited to match this deployment's, over another's run: the parts of the run that repeat it
+    identity = baseline.identity if isinstance(baseline.identity, dict) else {}
+    if "endpoint" in identity and identity["endpoint"] != endpoint:
+        problems.append(f"its identity names endpoint {identity['endpoint']!r}, its run {endpoint!r}")
+    served = [m.get("id") for m in identity.get("models") or () if isinstance(m, dict)]
+    model = workload.get("model") if isinstance(workload, dict) else None
+    if served and model not in served:
+        problems.append(f"its run asked for model {model!r}, which its identity does not serve ({served})")
+    samples = metrics.get("engine_samples")
+    sampled = samples.get("engine") if isinstance(samples, dict) else None
+    if sampled is not None and "engine" in identity and sampled != identity["engine"]:
+        problems.append(f"its run sampled a {sampled} engine's metrics, its identity says {identity['engine']}")
     return problems
 
 
@@ -292,7 +333,7 @@ class BaselineStore:
             raise ParseError(str(path), f"not a baseline file: {error.reason}") from None
         except (ValueError, KeyError, TypeError, OSError) as error:
             raise ParseError(str(path), f"not a baseline file: {error}") from None
-        problems = _metric_problems(baseline.metrics)
+        problems = _place_problems(path, baseline) + _metric_problems(baseline.metrics)
         if baseline.calibration is not None and (problem := _calibration_problem(baseline.calibration)):
             problems.append(problem)
         if problems:

@@ -116,10 +116,12 @@ def window_deltas(before: EngineCounters | None, after: EngineCounters | None) -
     accepted = after.engine.acceptance(before.metrics, after.metrics)
     note = accepted.missing or f"{accepted.source}: {accepted.quote}".rstrip(": ")
     names = after.engine.load_counters
+    counted = (("generation_tokens", names.generation_tokens), ("finished_requests", names.finished_requests))
     dropped = outside_ranges([("counter_growth", grown, f"{name}: {getattr(before, key):g} -> {getattr(after, key):g}")
-                              for key, name in (("generation_tokens", names.generation_tokens),
-                                                ("finished_requests", names.finished_requests))
-                              if (grown := delta(key)) is not None])
+                              for key, name in counted if (grown := delta(key)) is not None]
+                             + [("counter_value", value, f"{name} {when} the window")  # a count below 0 counts nothing
+                                for key, name in counted for when, scrape in (("before", before), ("after", after))
+                                if (value := getattr(scrape, key)) is not None])
     return WindowDeltas(
         generation_tokens=delta("generation_tokens"),
         finished_requests=delta("finished_requests"),

@@ -19,6 +19,7 @@ import httpx
 from ..core.errors import LlmvalError
 from ..core.jsontext import read_json
 from ..engines import EngineAdapter
+from ..engines.ranges import out_of_range
 from ._arrivals import poisson_offsets
 from ._engine import EngineCounters, WindowDeltas, read_counters, window_deltas
 from ._prompts import Prompt, build_prompts
@@ -86,6 +87,19 @@ class LoadRun:
     def foreign_tokens(self) -> float | None:
         own = sum(r.output_tokens or 0 for r in self.records)  # the window opens after warmup
         return self.engine.foreign_tokens(own)
+
+    @property
+    def counters_impossible(self) -> str:
+        """Why the window's engine counters measure nothing ("" when they may): a counter that dropped
+        (`WindowDeltas.counters_impossible`), or a generation counter that grew by less than the tokens this run's
+        successful streams carried (their usage, verified against what arrived: `llmval.io.sse.StreamCounts`)."""
+        if self.engine.counters_impossible or self.engine.generation_tokens is None:
+            return self.engine.counters_impossible
+        own = sum(r.output_tokens or 0 for r in self.records if r.success)
+        return out_of_range("generation_beyond_own", self.engine.generation_tokens - own,
+                            values=f"the generation counter grew {self.engine.generation_tokens:g} over the window, "
+                                   f"this run's {sum(r.success for r in self.records)} successful streams carried "
+                                   f"{own} tokens") or ""
 
     def as_json(self) -> dict:
         """vLLM's result-JSON keys plus per-request lists (as `--save-detailed`) and the workload."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +53,10 @@ class EngineSamples:
     failures: list[str] = field(default_factory=list)
     cache_hits: CacheHits | None = None
     """The prefix-cache hit rate between the first and the last sample (the adapter's computation)."""
+    label_impossible: list[str] = field(default_factory=list)
+    """A label set's own value outside its range (`label_set_faults`), which the series' mean or sum would hide: a
+    data-parallel rank's KV usage of 1.8 beside one of 0.1 averages 0.95; a rank's counter reset beside another's
+    growth sums to growth."""
 
     @property
     def count(self) -> int:
@@ -76,6 +81,14 @@ class EngineSamples:
                                                                                    f"{at:.1f} s")):
                     found.append(why)
                     break  # one per series: the first impossible sample names it
+        for key, values in self.counters.items():  # growth since the first sample: it only grows from one to the next
+            seen = [(at, v) for at, v in zip(self.times_s, values, strict=False) if v is not None]
+            for (was_at, was), (at, now) in itertools.pairwise(seen):
+                if why := out_of_range("counter_growth", now - was, values=f"{self.names.get(key, key)} from "
+                                                                          f"{was_at:.1f} s to {at:.1f} s"):
+                    found.append(why)  # 100 -> 300 -> 150: above the first sample, yet it fell (a reset)
+                    break
+        found += self.label_impossible
         if self.cache_hits is not None and self.cache_hits.impossible:
             found.append(self.cache_hits.impossible)
         drafts, accepted = self.counters.get("spec_drafts"), self.counters.get("spec_accepted_tokens")
@@ -144,7 +157,42 @@ def build_samples(engine: type[EngineAdapter], interval_s: float, scrapes: list[
                             for _, m in parsed] for k, n in counters.items()}
     if len(parsed) >= 2:
         samples.cache_hits = engine.prefix_cache_hits(parsed[0][1], parsed[-1][1])
+    samples.label_impossible = label_set_faults(parsed, gauges, counters)
     return samples
+
+
+def label_set_faults(parsed: list[tuple[float, Metrics]], gauges: dict[str, str],
+                     counters: dict[str, str]) -> list[str]:
+    """Each series' first label set outside its physical range at some scrape: a gauge's own value (before it is
+    averaged or summed with other ranks'), a counter's value below 0 or below its value at the previous scrape."""
+    found: list[str] = []
+    for key, name in gauges.items():
+        bound = GAUGE_RANGES.get(key)
+        why = next((why for at, metrics in parsed for sample in metrics.find(name) if bound is not None and
+                    (why := out_of_range(bound, sample.value, values=f"{name}{_labels(sample.labels)} at {at:.1f} s"))),
+                   None)
+        found += [why] if why else []
+    for name in counters.values():
+        last: dict[tuple, float] = {}
+        why = None
+        for at, metrics in parsed:
+            for sample in metrics.find(name):
+                labels = tuple(sorted(sample.labels.items()))
+                said = f"{name}{_labels(sample.labels)} at {at:.1f} s"
+                why = out_of_range("counter_value", sample.value, values=said) or (
+                    out_of_range("counter_growth", sample.value - last[labels], values=f"{said}, from "
+                                 f"{last[labels]:g}") if labels in last else None)
+                if why:
+                    break
+                last[labels] = sample.value
+            if why:
+                break
+        found += [why] if why else []
+    return found
+
+
+def _labels(labels: dict[str, str]) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}" if labels else ""
 
 
 class MetricsSampler:

@@ -373,10 +373,10 @@ class PerfSession:
                 progress = functools.partial(self._progress, f"perf {spec.label}: C={concurrency} attempt "
                                                              f"{attempt}/{ATTEMPTS}")
                 run, identity, host = asyncio.run(self._run(endpoint, workload, spec.metrics_interval_s, progress))
-                if run.engine.counters_impossible:  # the window's counters measure nothing: nor do its gates
+                if run.counters_impossible:  # the window's counters measure nothing: nor do its gates
                     self._write(spec, run, identity, host)
                     raise ImpossibleMetric(f"[{endpoint.name}] the C={concurrency} measurement: "
-                                           f"{run.engine.counters_impossible}")
+                                           f"{run.counters_impossible}")
                 foreign = bool(run.foreign_tokens and run.foreign_tokens > 0)
                 if not foreign and not self._is_busy(host):
                     break
