@@ -195,10 +195,13 @@ def _snapshot(args: argparse.Namespace) -> int:
             print(f"llmval snapshot: --out {args.out}: {error.strerror or error}; nothing written", file=sys.stderr)
             return int(pytest.ExitCode.USAGE_ERROR)
         rewritten = sum(c.rewrites for c in changes)
+        kept = sum(c.kind == "filled" and not c.rewrites for c in changes)
         contradicted = sum(c.kind == "differs" for c in changes)
-        print(f"wrote {args.out}: {rewritten} value(s) written from readings (listed above as placeholder filled "
-              f"or added), {contradicted} contradicted rule(s) kept with the reading as a comment, every other "
-              f"value as {source} declares it" + (f"; the file it replaced is {backup}" if backup else ""))
+        print(f"wrote {args.out}: {rewritten} value(s) written from readings (the placeholder filled and added "
+              f"lines above with a new value), {kept} placeholder(s) confirmed as written (the value stays, its "
+              f"comment says where it was read), {contradicted} contradicted rule(s) kept with the reading as a "
+              f"comment, every other value as {source} declares it"
+              + (f"; the file it replaced is {backup}" if backup else ""))
     return 0
 
 
