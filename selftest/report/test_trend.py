@@ -86,6 +86,12 @@ def test_a_results_file_it_cannot_read_is_refused_naming_it(tmp_path, capsys):
     assert "no results JSON at" in capsys.readouterr().err
     assert main(["trend", "--out", str(tmp_path / "t")]) == 4
     assert "no results files given" in capsys.readouterr().err
+    # after the README's replay the deployment's history is empty (the replay's runs are in replay/history/):
+    # before, this said "no results files given ... or pass --history", which had been passed
+    (tmp_path / "history").mkdir()
+    assert main(["trend", "--history", str(tmp_path / "history"), "--out", str(tmp_path / "t")]) == 4
+    assert f"--history {tmp_path / 'history'} holds no results-*.json yet" in (err := capsys.readouterr().err)
+    assert "a replay's runs are in reports/replay/history/" in err
     assert not (tmp_path / "t" / "index.html").exists()
 
 

@@ -32,6 +32,7 @@ from .escape import html_text
 from .exitcodes import ExitCode
 from .files import check_reports_dir, write_report
 from .results import HISTORY_DIR, RunResults, load_results, parse_results
+from .scope import PARTIAL_DIR, REPLAY_DIR
 from .series import Figure, check_states, figures
 
 PAGE_FILE = "index.html"
@@ -136,6 +137,11 @@ def read_runs(paths: Iterable[Path], history: Path | None = None) -> list[Run]:
             raise TrendRefused(f"--history {history} is not a folder (a reports/{HISTORY_DIR}/ folder of results "
                                "files)")
         files += sorted(Path(history).glob("results-*.json"))
+    if not files and history is not None:  # after the README's replay: its runs are not the deployment's
+        raise TrendRefused(f"--history {history} holds no results-*.json yet: a live run of a declared scope (-m "
+                           f"smoke, the whole contract) writes one there; a replay's runs are in reports/{REPLAY_DIR}/"
+                           f"{HISTORY_DIR}/ and a partial run's in reports/{PARTIAL_DIR}/{HISTORY_DIR}/ (pass that "
+                           "folder to see those)")
     if not files:
         raise TrendRefused("no results files given: name them (reports/history/results-*.json) or pass --history "
                            f"reports/{HISTORY_DIR}")
