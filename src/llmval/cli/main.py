@@ -28,8 +28,9 @@ the contract itself runs under pytest (this command only prepares and inspects):
   pytest                                      # your tests and the whole contract (pytest.ini names the inventory)
   pytest -m smoke --wait-ready=300            # the after-reboot checks, once the stack answers
   pytest --inventory=inventory.toml -m smoke  # without the ini setting (write the path with '=')
-  pytest --replay=rec/                        # judge a recording (--record=rec/) offline
-reports: reports/status.md, junit.xml, results.json; options: pytest --help (group "llmval")"""
+  pytest --replay=rec/                        # judge a recording (--record=rec/) offline: reports/replay/
+reports: reports/status.md, junit.xml, results.json (a replay's status under reports/replay/, a partial run's
+under reports/partial/); options: pytest --help (group "llmval")"""
 
 
 class _Version(argparse.Action):
