@@ -292,6 +292,9 @@ def render_page(runs: list[Run], page: TrendPage, figure_plots: list) -> str:
         f"<h1>llmval trend: {e(deployment)}</h1>",
         f"<p>{len(runs)} runs from {e(first)} to {e(last)}; {sum(r.is_green for r in runs)} GREEN. Made by "
         "<code>llmval trend</code> from the runs' results files only.</p>",
+        *([f"<p><strong>{replayed} of these runs replayed a recording</strong> (scope marked <em>replay</em>): "
+           "they judged what was recorded, not the deployment as it was then.</p>"]
+          if (replayed := sum(r.results.mode == "replay" for r in runs)) else []),
         '<h2 id="verdicts">Verdicts</h2>', _img(page.plots[0], "the runs' verdicts over time"),
         "<table><tr><th>started</th><th>scope</th><th>verdict</th><th>tests</th><th>file</th></tr>",
     ]
@@ -300,6 +303,8 @@ def render_page(runs: list[Run], page: TrendPage, figure_plots: list) -> str:
         scope = run.results.scope or "nightly"
         if run.results.selection:
             scope += f": {run.results.selection}"
+        if run.results.mode == "replay":  # a recording judged, not the deployment then (reports/replay/history/)
+            scope += " (replay)"
         parts.append(f"<tr><td>{e(run.started.isoformat(timespec='seconds'))}</td><td>{e(scope)}</td>"
                      f"<td>{e(run.verdict())}</td><td>{e(counts)}</td><td>{e(run.path.name)}</td></tr>")
     parts.append("</table>")
