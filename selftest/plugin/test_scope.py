@@ -57,7 +57,7 @@ def test_documents_written_before_scopes_are_judged_by_their_markexpr():
 def _document(started: dt.datetime, scope: RunScope, exitstatus: int = 0) -> dict:
     markexpr = "smoke" if scope.name == "smoke" else ""
     return results_document(inventory_path="kpro6.toml", deployment="kpro6", started=started, duration_s=1.0,
-                            mode="replay", markexpr=markexpr, exitstatus=exitstatus, results=[],
+                            mode="attach", markexpr=markexpr, exitstatus=exitstatus, results=[],
                             scope=scope.name, selection=scope.selection)
 
 
@@ -84,6 +84,12 @@ def test_a_partial_verdict_line_says_partial_and_points_at_the_status():
                                          notes=["Last full (nightly) run: RED at 2026-12-01T02:00:00+00:00."]))
     assert "Verdict: **GREEN** (no tests ran)." in smoke and "partial" not in smoke
     assert "Last full (nightly) run: RED at 2026-12-01T02:00:00+00:00." in smoke
+    # a replay's status.md is titled as the deployment's: its verdict line says what it judged (a recording)
+    for scope, tally in ((RunScope("smoke"), "no tests ran"),
+                         (RunScope("partial", "-k x"), "partial: -k x; no tests ran")):
+        replayed = render_markdown(build_status(_document(started, scope) | {"mode": "replay"}, inventory))
+        assert (f"Verdict: **GREEN** ({tally}) — a replay: it judged a recording, not the deployment as it is now "
+                "(the deployment's status is reports/status.md, written by live runs).") in replayed
 
 
 def _run(pytester, *args: str) -> pytest.RunResult:
