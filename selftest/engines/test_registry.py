@@ -145,3 +145,19 @@ def test_no_engine_name_comparison_outside_the_adapters():
                 if ENGINE_NAME_COMPARISON_RE.search(line):
                     offenders.append(f"{relative}:{number}: {line.strip()}")
     assert not offenders, "engine knowledge belongs in the adapter (llmval.engines):\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(("declared", "named"), [({"host": "gpu1"}, "no `logs` for"), ({}, "no `logs` or `host` for"),
+                                                 ({"host": "gpu1", "logs": "journal:sglang.service"},
+                                                  "no `logs` this run can read for")])
+def test_a_missing_engine_log_names_the_key_the_inventory_leaves_out(declared, named):
+    """`llmval init`'s inventory declares the endpoint's `host` and leaves `logs` commented: its first could-not-check
+    said "declares no `logs` (and `host`)", as if `host` were missing too."""
+    from llmval.engines.base import NotExposed
+
+    spec = EndpointSpec(name="e", platform="p", base_url="http://127.0.0.1:30000", engine="sglang", model="m",
+                        **declared)
+    adapter = adapter_for(spec, httpx.Client())
+    for read in (lambda: adapter.log_text, adapter.last_log_errors):
+        with pytest.raises(NotExposed, match=re.escape(f"[e] the inventory declares {named} this endpoint")):
+            read()

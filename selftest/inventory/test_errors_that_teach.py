@@ -51,6 +51,14 @@ def test_a_key_like_none_is_still_an_unknown_key_with_its_line(tmp_path):
     assert reason.endswith(f"(line {number})")
 
 
+def test_a_misspelt_array_of_tables_names_the_section_it_meant_and_its_line(tmp_path):
+    # `[[endpoint]]` for `[[endpoints]]`: before, "endpoint: unknown key: did you mean endpoints?" had no line
+    text = KPRO6.replace("[[endpoints]]\n", "[[endpoint]]\n", 1).replace("[endpoints.", "[endpoint.")
+    number = text.splitlines().index("[[endpoint]]") + 1
+    problems = dict(_refused(tmp_path, text))
+    assert problems["endpoint"] == f"unknown key: did you mean endpoints? (line {number})", problems
+
+
 def test_an_inline_tables_key_and_a_transports_tag_find_their_line():
     text = '[[hosts]]\nname = "a"\n\n[[hosts]]\nname = "b"\ntransport = { kind = "ssh", adress = "10.0.0.1" }\n'
     assert toml_lines(text)[("hosts", 1, "transport", "adress")] == 6

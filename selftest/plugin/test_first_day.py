@@ -146,7 +146,9 @@ def test_the_generated_ci_command_runs_their_unmarked_tests_with_the_smoke_check
     run = _python_pytest(repo, *args, "--replay=rec")  # the CI step, replayed instead of waiting for the stack
     ids = _results(repo.path)
     textfile = (repo.path / folder / name.lstrip("/")).read_text()  # issue 47: the run's series, GREEN
-    assert re.search(r'^llmval_run_exit_status\{deployment="[\w-]+",scope="smoke"\} 0\.0$', textfile, re.M), textfile
+    # replayed, its series are the replay's (scope="replay"), never the live smoke series an alert reads
+    assert re.search(r'^llmval_run_exit_status\{deployment="[\w-]+",scope="replay"\} 0\.0$', textfile, re.M), textfile
+    assert 'scope="smoke"' not in textfile
     assert run.returncode == 0 and ids["tests/test_plain.py::test_hostname_is_set[local]"] == "passed", _out(run)
     smoke = _python_pytest(repo, "-m", "smoke", "--replay=rec", "--collect-only", "-q").stdout
     assert {i for i in ids if i.startswith("llmval/")} == {line for line in smoke.splitlines()

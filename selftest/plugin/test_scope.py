@@ -57,7 +57,7 @@ def test_documents_written_before_scopes_are_judged_by_their_markexpr():
 def _document(started: dt.datetime, scope: RunScope, exitstatus: int = 0) -> dict:
     markexpr = "smoke" if scope.name == "smoke" else ""
     return results_document(inventory_path="kpro6.toml", deployment="kpro6", started=started, duration_s=1.0,
-                            mode="replay", markexpr=markexpr, exitstatus=exitstatus, results=[],
+                            mode="attach", markexpr=markexpr, exitstatus=exitstatus, results=[],
                             scope=scope.name, selection=scope.selection)
 
 
@@ -84,6 +84,12 @@ def test_a_partial_verdict_line_says_partial_and_points_at_the_status():
                                          notes=["Last full (nightly) run: RED at 2026-12-01T02:00:00+00:00."]))
     assert "Verdict: **GREEN** (no tests ran)." in smoke and "partial" not in smoke
     assert "Last full (nightly) run: RED at 2026-12-01T02:00:00+00:00." in smoke
+    # a replay's status.md is titled as the deployment's: its verdict line says what it judged (a recording)
+    for scope, tally in ((RunScope("smoke"), "no tests ran"),
+                         (RunScope("partial", "-k x"), "partial: -k x; no tests ran")):
+        replayed = render_markdown(build_status(_document(started, scope) | {"mode": "replay"}, inventory))
+        assert (f"Verdict: **GREEN** ({tally}) — a replay: it judged a recording, not the deployment as it is now, "
+                "so it is not the deployment's status (that is reports/status.md, which live runs write).") in replayed
 
 
 def _run(pytester, *args: str) -> pytest.RunResult:
@@ -134,10 +140,10 @@ def test_a_partial_run_keeps_the_smoke_status_and_history_and_writes_its_own(pyt
 def test_a_live_run_is_compared_with_live_runs_only(tmp_path):
     """A history from before replays went apart may hold a replayed GREEN: a live run's previous run skips it."""
     t0 = dt.datetime(2026, 12, 1, 2, 0, tzinfo=dt.UTC)
-    live = {**_document(t0, RunScope("smoke")), "mode": "attach"}
+    live = _document(t0, RunScope("smoke"))
     write_document(tmp_path, live, t0)
     later = t0 + dt.timedelta(hours=1)
-    write_document(tmp_path, _document(later, RunScope("smoke")), later)  # a replay, after it
+    write_document(tmp_path, {**_document(later, RunScope("smoke")), "mode": "replay"}, later)  # a replay, after it
     assert previous_results(tmp_path, "kpro6", RunScope("smoke"))[1]["mode"] == "replay"
     found = previous_results(tmp_path, "kpro6", RunScope("smoke"), replayed=False)
     assert found is not None and found[1]["started"] == live["started"] and found[1]["mode"] == "attach"

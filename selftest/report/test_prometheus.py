@@ -99,6 +99,20 @@ def test_a_declared_scope_replaces_only_its_own_deployment_and_scope(tmp_path):
     assert value(found, "llmval_check_ok", deployment="other-deployment", check=FLAKY_CHECK) == 0
 
 
+def test_a_replay_never_replaces_the_live_series_an_alert_reads(tmp_path):
+    # the README's offline GREEN replay in an ops repo whose ini names a textfile: before, its series were the
+    # deployment's scope="smoke" ones, so a replayed GREEN replaced the RED live smoke run an alert was firing on
+    textfile = tmp_path / "llmval.prom"
+    write_textfile(textfile, night(1, scope="smoke"))
+    write_textfile(textfile, night(0, scope="smoke").model_copy(update={"mode": "replay"}))
+    write_textfile(textfile, night(0, scope="partial").model_copy(update={"mode": "replay", "selection": "-k x"}))
+    found = samples(textfile)
+    assert value(found, "llmval_run_exit_status", deployment=DEPLOYMENT, scope="smoke") == 1
+    assert value(found, "llmval_check_ok", scope="smoke", check=FLAKY_CHECK, target=ENDPOINT) == 0
+    assert value(found, "llmval_run_exit_status", deployment=DEPLOYMENT, scope="replay") == 0
+    assert value(found, "llmval_check_ok", scope="replay", check=FLAKY_CHECK, target=ENDPOINT) == 1
+
+
 def test_the_textfile_is_replaced_atomically_never_written_through_a_link(tmp_path):
     target = tmp_path / "elsewhere.txt"
     target.write_text("not yours\n")

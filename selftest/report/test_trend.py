@@ -70,6 +70,18 @@ def test_what_a_server_said_is_text_on_the_page(tmp_path):
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;&quot;" in page
 
 
+def test_a_replayed_run_is_marked_as_one(tmp_path):
+    # `llmval trend --history=reports/replay/history` after the README's replay: before, its runs read as the
+    # deployment's own smoke runs (scope smoke, GREEN), nothing saying a recording was judged
+    for n in range(2):
+        run = night(n, scope="smoke").model_copy(update={"mode": "replay" if n else "attach"})
+        (tmp_path / f"r{n}.json").write_text(json.dumps(run.model_dump(mode="json")))
+    assert main(["trend", str(tmp_path / "r0.json"), str(tmp_path / "r1.json"), "--out", str(tmp_path / "t")]) == 0
+    page = (tmp_path / "t" / "index.html").read_text()
+    assert "<strong>1 of these runs replayed a recording</strong>" in page
+    assert page.count("<td>smoke (replay)</td>") == 1 and page.count("<td>smoke</td>") == 1
+
+
 def test_a_results_file_it_cannot_read_is_refused_naming_it(tmp_path, capsys):
     good = tmp_path / "good.json"
     good.write_text(json.dumps(night(0).model_dump(mode="json")))
@@ -86,6 +98,12 @@ def test_a_results_file_it_cannot_read_is_refused_naming_it(tmp_path, capsys):
     assert "no results JSON at" in capsys.readouterr().err
     assert main(["trend", "--out", str(tmp_path / "t")]) == 4
     assert "no results files given" in capsys.readouterr().err
+    # after the README's replay the deployment's history is empty (the replay's runs are in replay/history/):
+    # before, this said "no results files given ... or pass --history", which had been passed
+    (tmp_path / "history").mkdir()
+    assert main(["trend", "--history", str(tmp_path / "history"), "--out", str(tmp_path / "t")]) == 4
+    assert f"--history {tmp_path / 'history'} holds no results-*.json yet" in (err := capsys.readouterr().err)
+    assert "a replay's runs are in reports/replay/history/" in err
     assert not (tmp_path / "t" / "index.html").exists()
 
 

@@ -55,7 +55,7 @@ def night(n: int, *, scope: str = "nightly", extra_target: str = ENDPOINT) -> Ru
                                 outcome="error", verdicts=[verdict(HOST, "hosts.model_files.sha256", False,
                                                                    cause=Cause.COULD_NOT_CHECK)]))
     return run_results(inventory_path="inventory.toml", deployment=DEPLOYMENT, started=STARTS[n], duration_s=61.5,
-                       mode="replay", markexpr="" if scope == "nightly" else scope, exitstatus=1 if broken else 0,
+                       mode="attach", markexpr="" if scope == "nightly" else scope, exitstatus=1 if broken else 0,
                        results=tests, scope=scope)
 
 

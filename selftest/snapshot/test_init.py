@@ -115,6 +115,27 @@ def test_the_smoke_unit_writes_the_textfile_only_where_the_collector_folder_is(c
         assert args[4:] == [] and f"no folder {collector_dir}: this run writes no Prometheus textfile" in ran.stdout
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed here")
+def test_a_new_ops_repo_ignores_its_venv_and_reports_and_an_existing_gitignore_is_kept(tmp_path, capsys):
+    """A new user's `python3 -m venv .venv` inside the repo (as the README says), then `git add -A`: before, the
+    venv (Python 3.11's venv has no .gitignore of its own) and every run's reports went into the commit."""
+    fresh = tmp_path / "fresh"
+    assert main(["init", str(fresh), "--engine", "sglang"]) == 0
+    assert f"wrote {fresh / '.gitignore'}" in capsys.readouterr().out
+    subprocess.run(["git", "init", "-q", str(fresh)], check=True)
+    paths = [".venv/bin/python", "reports/status.md", "reports/history/results-x.json", "inventory.toml",
+             "tests/test_mine.py", "systemd/llmval-smoke@.service"]
+    ignored = subprocess.run(["git", "-C", str(fresh), "check-ignore", "--no-index", *paths],
+                             capture_output=True, text=True).stdout.split()
+    assert ignored == paths[:3]
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / ".gitignore").write_text("mine\n")
+    assert main(["init", str(own), "--engine", "sglang"]) == 0  # their .gitignore is no reason to refuse
+    assert (own / ".gitignore").read_text() == "mine\n" and ".gitignore" not in capsys.readouterr().out
+    assert (own / "inventory.toml").is_file()
+
+
 def test_init_never_overwrites(tmp_path, capsys):
     (tmp_path / "inventory.toml").write_text("mine\n")
     assert main(["init", str(tmp_path), "--engine", "vllm"]) == int(pytest.ExitCode.USAGE_ERROR)

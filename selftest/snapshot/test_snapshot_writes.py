@@ -90,6 +90,28 @@ def test_every_value_written_is_listed_with_old_new_and_source(tmp_path, capsys)
     assert render_diff(changes) in said
 
 
+def test_the_counts_add_up_to_the_lines_and_a_changed_value_is_never_called_confirmed(tmp_path, capsys):
+    """A new user counts the lines: before, 13 `placeholder filled` and 3 `added` lines ended in "4 value(s) written
+    from readings (listed above as placeholder filled or added)", the changed `driver_min` read "(confirmed)", and
+    `env.source`, read in two places, was two lines."""
+    inventory = _seed(tmp_path, "kpro6")
+    out = tmp_path / "observed.toml"
+    assert _snapshot(inventory, [KPRO6_HOSTS, REPLAYS / "SYNTHESIZED-kpro6-sglang-healthy"], "--out", str(out)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = [line for line in lines if line.startswith(("  placeholder filled", "  added"))]
+    kept = [line for line in listed if line.split("  [", 1)[0].endswith("(confirmed: the value stays)")]
+    changed = [line for line in listed if line not in kept]
+    assert any("gpus.driver_min: '580.65.06' -> '580.82.07'  [" in line for line in changed)
+    assert len(changed) == 4 and len(kept) == 11
+    assert lines[-1].startswith(f"wrote {out}: {len(changed)} value(s) written from readings (the placeholder filled "
+                                f"and added lines above with a new value), {len(kept)} placeholder(s) confirmed")
+    keys = [line[len("  placeholder filled "):].split(": ", 1)[0] for line in lines
+            if line.startswith(("  placeholder filled", "  added", "  confirmed", "  DIFFERS"))]
+    assert len(keys) == len(set(keys))  # one key, one line
+    assert any("env.source:" in line and "the GPU holders' unit; kpro6-ct129: unit sglang.service]" in line
+               for line in kept)
+
+
 @pytest.mark.parametrize("spelled", ["same", "dot", "hardlink", "symlink"])
 def test_the_inventory_read_is_never_written_over_even_with_force(tmp_path, capsys, spelled):
     inventory = _seed(tmp_path, "kpro6")

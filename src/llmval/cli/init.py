@@ -69,8 +69,12 @@ FILES: dict[str, str] = {
     "systemd/llmval-smoke@.service": "llmval-smoke@.service",
     "systemd/llmval-smoke@.timer": "llmval-smoke@.timer",
     "systemd/llmval-notify@.service": "llmval-notify@.service",
+    ".gitignore": "gitignore",
 }
 """Written path (relative to DIR) -> template (package data `llmval/templates/`)."""
+OPTIONAL = (".gitignore",)
+"""Written only where the folder has none (an existing repo's own is left as it is, and is no reason to refuse):
+without it `git add -A` in a new ops repo took the venv inside it and every run's reports."""
 INI_SETTING = "llmval_inventory = inventory.toml"
 """What turns the contract on for every pytest run of the ops repo (pytest.ini, or the folder's own config)."""
 
@@ -241,7 +245,8 @@ def render(template: str, platform: str, folder: Path, install: InstallSource | 
 def scaffold(folder: Path, platform: str) -> list[Path]:
     """Write the ops-repo files into `folder`; InitRefused (nothing written) if any of them exists, as a file or a
     link (a dangling one too), or if a folder on the way is a link or no folder. Where the folder has a pytest
-    configuration of its own, pytest.ini is not written (`pytest_config_of` says where the setting goes).
+    configuration of its own, pytest.ini is not written (`pytest_config_of` says where the setting goes); where it
+    has a .gitignore, none is written (`OPTIONAL`).
 
     Every target is checked before anything is written; each file is then written whole under a temporary name
     and linked into place (`_write_inside`), through folder descriptors opened without following links, so no
@@ -251,7 +256,8 @@ def scaffold(folder: Path, platform: str) -> list[Path]:
     _check_folder(folder)
     own_config = pytest_config_of(folder)
     targets = {folder / rel: template for rel, template in FILES.items()
-               if not (rel == "pytest.ini" and own_config is not None)}
+               if not (rel == "pytest.ini" and own_config is not None)
+               and not (rel in OPTIONAL and ((folder / rel).exists() or (folder / rel).is_symlink()))}
     problems = [problem for path in targets for problem in _target_problems(folder, path)]
     if problems:
         raise InitRefused("llmval init never overwrites nor writes through a link: "

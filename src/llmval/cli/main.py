@@ -28,8 +28,9 @@ the contract itself runs under pytest (this command only prepares and inspects):
   pytest                                      # your tests and the whole contract (pytest.ini names the inventory)
   pytest -m smoke --wait-ready=300            # the after-reboot checks, once the stack answers
   pytest --inventory=inventory.toml -m smoke  # without the ini setting (write the path with '=')
-  pytest --replay=rec/                        # judge a recording (--record=rec/) offline
-reports: reports/status.md, junit.xml, results.json; options: pytest --help (group "llmval")"""
+  pytest --replay=rec/                        # judge a recording (--record=rec/) offline: reports/replay/
+reports: reports/status.md, junit.xml, results.json (a replay's status under reports/replay/, a partial run's
+under reports/partial/); options: pytest --help (group "llmval")"""
 
 
 class _Version(argparse.Action):
@@ -195,10 +196,13 @@ def _snapshot(args: argparse.Namespace) -> int:
             print(f"llmval snapshot: --out {args.out}: {error.strerror or error}; nothing written", file=sys.stderr)
             return int(pytest.ExitCode.USAGE_ERROR)
         rewritten = sum(c.rewrites for c in changes)
+        kept = sum(c.kind == "filled" and not c.rewrites for c in changes)
         contradicted = sum(c.kind == "differs" for c in changes)
-        print(f"wrote {args.out}: {rewritten} value(s) written from readings (listed above as placeholder filled "
-              f"or added), {contradicted} contradicted rule(s) kept with the reading as a comment, every other "
-              f"value as {source} declares it" + (f"; the file it replaced is {backup}" if backup else ""))
+        print(f"wrote {args.out}: {rewritten} value(s) written from readings (the placeholder filled and added "
+              f"lines above with a new value), {kept} placeholder(s) confirmed as written (the value stays, its "
+              f"comment says where it was read), {contradicted} contradicted rule(s) kept with the reading as a "
+              f"comment, every other value as {source} declares it"
+              + (f"; the file it replaced is {backup}" if backup else ""))
     return 0
 
 

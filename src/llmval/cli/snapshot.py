@@ -22,7 +22,7 @@ import ipaddress
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -435,11 +435,17 @@ def diff(snap: Snapshot, placeholders: list[Path_]) -> list[Change]:
     and per placeholder nothing read answered (`unanswered`)."""
     changes: list[Change] = []
     answered: set[Path_] = set()
+    first_at: dict[Path_, int] = {}
     for obs in snap.observations:
         declared = _get(snap.declared, obs.path)
         owner = next((p for p in placeholders if obs.path[: len(p)] == p), None)
         if owner is not None:
             answered.add(owner)
+        if obs.path in first_at and changes[first_at[obs.path]].observed == obs.value:  # one key, one line
+            earlier = changes[first_at[obs.path]]  # read alike in two places (the GPU holders' unit, the unit)
+            changes[first_at[obs.path]] = replace(earlier, source=f"{earlier.source}; {obs.source}")
+            continue
+        first_at.setdefault(obs.path, len(changes))
         if _agrees(obs.path, declared, obs.value) and owner is None:
             kind = "confirmed"
         else:
@@ -490,7 +496,9 @@ def render_diff(changes: list[Change]) -> str:
                     lines.append(f"  {labels[kind]:<18} {c.path}: {c.declared!r} kept as declared (read "
                                  f"{c.observed!r})  [{c.source}]")
             else:
-                same = " (confirmed)" if kind == "filled" and _agrees(c.at, c.declared, c.observed) else ""
+                # a placeholder the reading leaves as it is: only its comment changes (`(confirmed)` on a value that
+                # changes, a floor the reading passes, read as "kept" beside a count of values written from readings)
+                same = " (confirmed: the value stays)" if kind == "filled" and not c.rewrites else ""
                 old = "(not declared)" if kind == "added" else repr(c.declared)
                 lines.append(f"  {labels[kind]:<18} {c.path}: {old} -> {c.observed!r}{same}  [{c.source}]")
     counts = {k: sum(c.kind == k for c in changes) for k in labels}

@@ -566,11 +566,18 @@ class EngineAdapter:
             raise EndpointError(f"[{self.spec.name}] GET /metrics: HTTP {response.status_code}")
         return parse_metrics(response.text, f"[{self.spec.name}] /metrics", families=self.metric_families())
 
+    def missing_log_keys(self) -> str:
+        """Which of the endpoint's `logs` and `host` (a journal, container or file is read on a host) the inventory
+        leaves out, as a message names them: `llmval init`'s inventory declares `host` and leaves `logs` commented,
+        and "no `logs` (and `host`)" read as if its `host` were missing too."""
+        missing = [f"`{key}`" for key in ("logs", "host") if not getattr(self.spec, key, None)]
+        return " or ".join(missing) if missing else "`logs` this run can read"
+
     @functools.cached_property
     def log_text(self) -> str:
         """The evidence lines of the engine log (see logsource.py); NotExposed when none is declared."""
         if self._read_log is None:
-            raise NotExposed(f"[{self.spec.name}] the inventory declares no `logs` (and `host`) for this "
+            raise NotExposed(f"[{self.spec.name}] the inventory declares no {self.missing_log_keys()} for this "
                              "endpoint; add e.g. logs = \"journal:<unit>\" to read its startup log")
         return self._read_log()
 
@@ -580,8 +587,8 @@ class EngineAdapter:
         does not answer. Unlike `log_text` it is read whoever wrote it: a dead server's log is the evidence of why
         it died. NotExposed when the inventory declares no log."""
         if self._read_log_errors is None:
-            raise NotExposed(f"[{self.spec.name}] the inventory declares no `logs` (and `host`) for this endpoint, "
-                             "so the engine's last error lines cannot be quoted")
+            raise NotExposed(f"[{self.spec.name}] the inventory declares no {self.missing_log_keys()} for this "
+                             "endpoint, so the engine's last error lines cannot be quoted")
         return last_error_statements(self._log_errors_text)
 
     @functools.cached_property

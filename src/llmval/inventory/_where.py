@@ -86,13 +86,16 @@ def toml_lines(text: str) -> dict[tuple, int]:
 
 
 def line_of(text: str, loc: tuple) -> int | None:
-    """The line of `loc` in `text`, or of its nearest written ancestor, else None. A key pydantic adds to the
+    """The line of `loc` in `text` (of its first table, where it is written only as tables), or of its nearest
+    written ancestor, else None. A key pydantic adds to the
     location (a transport's tag: `transport.ssh.adress` is written `transport.adress`) is passed over."""
     lines = toml_lines(text)
     path = tuple(loc)
     while path:
         if path in lines:
             return lines[path]
+        if below := [n for written, n in lines.items() if written[: len(path)] == path]:
+            return min(below)  # written only as its tables (`[[endpoint]]`: ("endpoint", 0)): its first line
         for index in range(len(path) - 1):
             dropped = path[:index] + path[index + 1:]
             if not isinstance(path[index], int) and dropped in lines:

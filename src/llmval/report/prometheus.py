@@ -2,7 +2,8 @@
 
 Written with prometheus_client's exposition (`generate_latest`), atomically (a temp file in the same folder, then a
 rename: the collector never reads half a file; `llmval.report.files.write_bytes`). Every series carries the
-deployment and the run's `scope` (nightly, smoke, partial: `llmval.report.scope`):
+deployment and the run's `scope` (nightly, smoke, partial: `llmval.report.scope`; `replay` for any `--replay` run,
+`series_scope`):
 
     llmval_check_ok{deployment,scope,check,target}             1 the check held, 0 it did not
     llmval_check_cause{deployment,scope,check,target,cause}    1 for its cause (held, broken, could-not-check, blocked)
@@ -16,7 +17,9 @@ One file may hold several runs' series: a run replaces only the series of its ow
 partial run (`-m`, `-k` narrower than a declared scope) replaces, of the checks and figures, only those it judged:
 it never removes the series of a check it did not run. Labels hold only what the reports already show (check ids,
 target names, measured names and units, all redacted when they were made: `llmval.core.verdict`); the partial
-selection is redacted again here, as it is typed on a command line.
+selection is redacted again here, as it is typed on a command line. A replay judged a recording, not the
+deployment now: its series carry `scope="replay"`, so the README's offline GREEN run in an ops repo whose ini names a
+textfile never replaces the live smoke series an alert reads (as its reports go under `reports/replay/`).
 
     >>> from llmval.report.results import RunResults
     >>> text = exposition(RunResults(deployment="lab", scope="smoke", exitstatus=0)).decode()
@@ -80,9 +83,22 @@ class TextfileWritten:
     replaced_unreadable: str = ""
 
 
+REPLAY_SCOPE = "replay"
+"""The `scope` label of every `--replay` run's series, whatever it selected."""
+
+
+def series_scope(results: RunResults) -> str:
+    """The `scope` label of a run's series: `replay` for a replay, else the run's scope (nightly, smoke, partial).
+
+    >>> series_scope(RunResults(scope="smoke", mode="replay")), series_scope(RunResults(scope="smoke", mode="attach"))
+    ('replay', 'smoke')
+    """
+    return REPLAY_SCOPE if results.mode == "replay" else results.scope or "nightly"
+
+
 def run_series(results: RunResults) -> list[Series]:
     """The series of one run (every metric of HELP)."""
-    base = (("deployment", results.deployment), ("scope", results.scope or "nightly"))
+    base = (("deployment", results.deployment), ("scope", series_scope(results)))
     out: list[Series] = []
 
     def add(metric: str, value: float, **labels: str) -> None:  # control characters as escapes, as in every report
@@ -124,7 +140,7 @@ def start_seconds(started: str) -> float:
 def kept_series(existing: list[Series], results: RunResults, mine: list[Series]) -> list[Series]:
     """Of the series a textfile holds, those this run does not replace: other deployments' and scopes', and for a
     partial run the checks and figures it did not judge."""
-    deployment, scope = results.deployment, results.scope or "nightly"
+    deployment, scope = results.deployment, series_scope(results)
     judged = {(m, tuple(kv for kv in labels if kv[0] != "cause" and kv[0] != "op")) for m, labels, _ in mine}
     kept = []
     for metric, labels, value in existing:
@@ -212,7 +228,7 @@ def write_textfile(path: Path, results: RunResults) -> TextfileWritten:
     check_textfile_path(path)
     existing: list[Series] = []
     unreadable = ""
-    scope = results.scope or "nightly"
+    scope = series_scope(results)
     if path.exists():
         try:
             text = read_regular_text(path, MAX_TEXTFILE_BYTES)

@@ -138,7 +138,9 @@ def _header(results: RunResults, warnings: list[str], notes: list[str]) -> tuple
     summary = [  # the verdict first: CI pastes this document into a job summary, and people read its top
         f"Verdict: **{verdict}** ({f'{scope}; ' if run_scope.is_partial else ''}{tally})"
         + (f" — {exit_word}" if exit_word else "")
-        + (" — a part of the contract, not the deployment's status (that is `../status.md`)."
+        + (" — a replay: it judged a recording, not the deployment as it is now, so it is not the deployment's "
+           "status (that is reports/status.md, which live runs write)." if results.mode == "replay"
+           else " — a part of the contract, not the deployment's status (that is `../status.md`)."
            if run_scope.is_partial else "."),
         f"Run {results.started or '?'} · {scope} · mode {results.mode or '?'} · "
         f"{results.duration_s:.1f} s · inventory {md_code(results.inventory or '?')}",

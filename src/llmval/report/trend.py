@@ -32,6 +32,7 @@ from .escape import html_text
 from .exitcodes import ExitCode
 from .files import check_reports_dir, write_report
 from .results import HISTORY_DIR, RunResults, load_results, parse_results
+from .scope import PARTIAL_DIR, REPLAY_DIR
 from .series import Figure, check_states, figures
 
 PAGE_FILE = "index.html"
@@ -136,6 +137,11 @@ def read_runs(paths: Iterable[Path], history: Path | None = None) -> list[Run]:
             raise TrendRefused(f"--history {history} is not a folder (a reports/{HISTORY_DIR}/ folder of results "
                                "files)")
         files += sorted(Path(history).glob("results-*.json"))
+    if not files and history is not None:  # after the README's replay: its runs are not the deployment's
+        raise TrendRefused(f"--history {history} holds no results-*.json yet: a live run of a declared scope (-m "
+                           f"smoke, the whole contract) writes one there; a replay's runs are in reports/{REPLAY_DIR}/"
+                           f"{HISTORY_DIR}/ and a partial run's in reports/{PARTIAL_DIR}/{HISTORY_DIR}/ (pass that "
+                           "folder to see those)")
     if not files:
         raise TrendRefused("no results files given: name them (reports/history/results-*.json) or pass --history "
                            f"reports/{HISTORY_DIR}")
@@ -286,6 +292,9 @@ def render_page(runs: list[Run], page: TrendPage, figure_plots: list) -> str:
         f"<h1>llmval trend: {e(deployment)}</h1>",
         f"<p>{len(runs)} runs from {e(first)} to {e(last)}; {sum(r.is_green for r in runs)} GREEN. Made by "
         "<code>llmval trend</code> from the runs' results files only.</p>",
+        *([f"<p><strong>{replayed} of these runs replayed a recording</strong> (scope marked <em>replay</em>): "
+           "they judged what was recorded, not the deployment as it was then.</p>"]
+          if (replayed := sum(r.results.mode == "replay" for r in runs)) else []),
         '<h2 id="verdicts">Verdicts</h2>', _img(page.plots[0], "the runs' verdicts over time"),
         "<table><tr><th>started</th><th>scope</th><th>verdict</th><th>tests</th><th>file</th></tr>",
     ]
@@ -294,6 +303,8 @@ def render_page(runs: list[Run], page: TrendPage, figure_plots: list) -> str:
         scope = run.results.scope or "nightly"
         if run.results.selection:
             scope += f": {run.results.selection}"
+        if run.results.mode == "replay":  # a recording judged, not the deployment then (reports/replay/history/)
+            scope += " (replay)"
         parts.append(f"<tr><td>{e(run.started.isoformat(timespec='seconds'))}</td><td>{e(scope)}</td>"
                      f"<td>{e(run.verdict())}</td><td>{e(counts)}</td><td>{e(run.path.name)}</td></tr>")
     parts.append("</table>")
