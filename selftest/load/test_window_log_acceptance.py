@@ -32,7 +32,8 @@ pytest_plugins = ["pytester"]
 
 
 def _interval(second: int, accepted: int, drafted: int, mean: float) -> str:
-    return (f"(APIServer pid=9) INFO 12-06 11:00:{second:02d} [metrics.py:96] SpecDecoding metrics: Mean acceptance "
+    return (f"(APIServer pid=9) INFO 12-06 11:{second // 60 % 60:02d}:{second % 60:02d} [metrics.py:96] SpecDecoding "
+            f"metrics: Mean acceptance "
             f"length: {mean:.2f}, Accepted throughput: 5.00 tokens/s, Drafted throughput: 10.00 tokens/s, Accepted: "
             f"{accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: 0.600, 0.400, Avg Draft "
             f"acceptance rate: 50.0%\n")
@@ -96,7 +97,7 @@ def test_a_perf_window_without_acceptance_counters_takes_the_engines_log(tmp_pat
 def test_the_perf_contract_judges_acceptance_from_the_log_of_a_vllm_without_acceptance_counters(pytester):
     """The real contract (tests/perf, `-k acceptance`) against the stub perf server, whose /metrics has no
     spec-decode counters, with local.toml's local-vllm declaring ngram speculation and a log file the engine (here a
-    thread) appends a `SpecDecoding metrics:` interval to every 50 ms: the verdict measures the window's
+    thread) appends a `SpecDecoding metrics:` interval to every 5 ms: the verdict measures the window's
     acceptance from the log and says where it came from (before: could-not-check, /metrics has none)."""
     log = pytester.path / "vllm.log"
     log.write_text("(APIServer pid=9) INFO 12-06 11:00:00 [api_utils.py:1] non-default args: {'model': '/m'}\n"
@@ -114,9 +115,11 @@ def test_the_perf_contract_judges_acceptance_from_the_log_of_a_vllm_without_acce
 
     def engine_logs() -> None:
         second = 1
-        while not stop.wait(0.05):
+        while not stop.wait(0.005):  # the stub answers a window in tens of ms: a line every 50 ms missed some
             with open(log, "a") as out:
-                out.write(_interval(second % 60, 50, 100, 2.00))
+                # a time of its own for every line (it wrapped at 60 s once: a window longer than 3 s then logged
+                # lines equal to ones the read before it held, and `lines_since` rightly took them for old ones)
+                out.write(_interval(second, 50, 100, 2.00))
             second += 1
 
     writer = threading.Thread(target=engine_logs, daemon=True)
