@@ -99,3 +99,28 @@ def _subclasses(cls: type) -> list[type]:
     for sub in cls.__subclasses__():
         found += _subclasses(sub)
     return found
+
+
+def test_a_node_down_is_one_root_cause_with_its_containers_readiness_under_it(pytester):
+    """Issue 43.3 on the after-reboot page: an LXC container reached through its node (`via`) cannot answer while
+    the node does not; `inventories/kpro6.toml` with no host reachable gave two roots (`hosts.ready` on kpro6 and on
+    kpro6-ct129), the container's first. One fault, one root: the node's, the container's readiness under it."""
+    port = _closed_port()
+    inventory = pytester.path / "node-down.toml"
+    inventory.write_text(
+        f'[deployment]\nname = "node-down"\nkind = "lab"\n\n[[hosts]]\nname = "node"\nplatform = "p"\n'
+        f'transport = {{ kind = "ssh", address = "127.0.0.1", port = {port}, user = "nobody" }}\ntimeout_s = 5\n\n'
+        f'[[hosts]]\nname = "ct"\nplatform = "p"\ntransport = {{ kind = "pct", via = "node", container = 129 }}\n'
+        f'timeout_s = 5\n\n[[endpoints]]\nname = "ep"\nplatform = "p"\nhost = "ct"\n'
+        f'base_url = "http://127.0.0.1:{port}"\nengine = "sglang"\nmodel = "m"\n')
+    result = run_contract(pytester, "-m", "smoke", "-p", "no:xdist", "--inventory", str(inventory), "--wait-ready=1")
+    out = result.stdout.str()
+    assert result.ret == 1, out[-3000:]
+    block = out.split("llmval: 1 root cause(s), what each explains under it")[1]
+    assert block.lstrip("- \n").startswith("BROKEN hosts.ready [node]"), block[:1500]
+    failures = out.split("= FAILURES =")[1]
+    assert failures.index("test_host_ready_within_wait[node]") < failures.index("test_host_ready_within_wait[ct]")
+    _, page, results = _pages(pytester)
+    assert [(r["check"], r["target"]) for r in results["root_causes"]] == [("hosts.ready", "node")]
+    assert any(n.endswith("test_host_ready_within_wait[ct]") for n in results["root_causes"][0]["explains"])
+    assert "<code>hosts.ready</code> on ct" not in page.split('class="broke red"')[1].split("<details>")[0]

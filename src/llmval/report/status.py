@@ -260,8 +260,12 @@ def root_causes(results: RunResults) -> list[Failure]:
         for dependency in failure.verdict.depends_on:
             check, _, target = dependency.partition("@")
             for other in by_check.get(check, []):
-                if other is not failure and other.verdict.check != failure.verdict.check and (
-                        other.verdict.target == target if target else
+                if other is failure:
+                    continue
+                if other.verdict.check == failure.verdict.check:  # only on the target it names (a container's
+                    if target and other.verdict.target == target != failure.verdict.target:  # node)
+                        return other
+                elif (other.verdict.target == target if target else
                         other.verdict.target == failure.verdict.target
                         or failure.verdict.target.startswith(other.verdict.target)):
                     return other
