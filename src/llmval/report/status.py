@@ -392,11 +392,14 @@ def dependents_label(root: Failure) -> str:
     """`3 checks explained by `serving.health` (2 could not run, 1 failed with it)`: the checks folded under a root."""
     n = len(root.dependents)
     unrun = sum(1 for d in root.dependents if d.verdict.cause == Cause.COULD_NOT_CHECK)
+    # a shared cause is not its first member's check failing (a --launch that crashed is not hosts.reachable)
+    cause = "the same cause" if root.also else f"{md_code(root.verdict.check)} failed"
     if unrun == n:
-        return f"{n} check{'s' if n > 1 else ''} could not run because {md_code(root.verdict.check)} failed"
+        return f"{n} check{'s' if n > 1 else ''} could not run because of {cause}" if root.also else \
+            f"{n} check{'s' if n > 1 else ''} could not run because {cause}"
     parts = [f"{unrun} could not run" if unrun else "", f"{n - unrun} failed with it" if n - unrun else ""]
-    return (f"{n} check{'s' if n > 1 else ''} explained by {md_code(root.verdict.check)} failing "
-            f"({', '.join(p for p in parts if p)})")
+    return (f"{n} check{'s' if n > 1 else ''} explained by "
+            f"{cause if root.also else md_code(root.verdict.check) + ' failing'} ({', '.join(p for p in parts if p)})")
 
 
 def one_line(text: str) -> str:
