@@ -41,11 +41,12 @@ def test_a_never_up_endpoint_is_one_root_cause_on_every_page(pytester):
     assert result.ret == 1, out[-3000:]
     block = out.split("llmval: 1 root cause(s), what each explains under it")[1]
     assert block.lstrip("- \n").startswith("BROKEN serving.ready [ep]"), block[:1500]
-    assert "fix: the engine is still loading" in block and "could not run because serving.ready failed" in block
+    assert "fix: nothing listens on the endpoint's port: the engine is not running" in block, block[:1500]
+    assert "could not run because serving.ready failed" in block and "log tail below" not in block
     status, page, results = _pages(pytester)
     head = status.split("## Goal")[0]
     assert head.index("Verdict: **RED**") < head.index("## What broke") < head.index("`serving.ready` on ep")
-    assert "Connection refused" in head and "fix: the engine is still loading" in head
+    assert "Connection refused" in head and "fix: nothing listens on the endpoint's port" in head
     assert "nothing failing" not in status and "nothing: every check holds" not in status
     assert "<code>serving.ready</code> on ep" in page.split('class="broke red"')[1].split("</div>")[0]
     roots = results["root_causes"]
