@@ -2,7 +2,7 @@
 left (selftest/report/test_root_causes.py): each recording in selftest/data (REAL and SYNTHESIZED, smoke and hosts)
 replayed through the contract with `-m smoke` gives a run whose check dependencies form no cycle, and which, unless
 GREEN, names a root cause first in the terminal, status.md, report.html and results.json, the same one on every page,
-with every failing test placed once (a root cause or under one) and counts that add up.
+each root cause with its fix, every failing test placed once (a root cause or under one) and counts that add up.
 
 A recording added to selftest/data without an inventory here fails `test_every_recording_is_replayed_here`."""
 
@@ -101,8 +101,8 @@ def assert_root_cause_first_on_every_page(ret: int, out: str, status: str, page:
         for field in (root["observed"], root["hint"]):
             lines = [line.strip() for line in field.splitlines() if line.strip()]
             assert not any(f"{a[-20:]}\\n{b[:20]}" in out for a, b in pairwise(lines)), field
-    if first["hint"]:
-        assert "fix: " in broke.split("\n- ")[1] and "fix: " in first_block, (broke[:800], first_block)
+    assert all(r["hint"].strip() for r in roots), [r["check"] for r in roots if not r["hint"].strip()]
+    assert "fix: " in broke.split("\n- ")[1] and "fix: " in first_block, (broke[:800], first_block)
     failing = {t["nodeid"] for t in results["tests"] if t["outcome"] in ("failed", "error")}
     placed = [n for r in roots for n in (r["test"], *r["explains"])]
     lifted = {t["nodeid"] for t in results["tests"] for b in t.get("blockers", []) if b["state"] == "lifted"}

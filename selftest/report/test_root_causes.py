@@ -50,6 +50,8 @@ def assert_root_cause_everywhere(results: RunResults, inventory) -> None:
     assert 'class="broke red"' in page and first in page.split('class="broke red"')[1].split("</div>")[0]
     records = root_cause_records(doc.roots)
     assert records and records[0].check == first
+    assert all(r.hint.strip() for r in records), [r.check for r in records if not r.hint.strip()]  # with its fix
+    assert "fix: " in broke.split("\n- ")[1], broke[:600]
     assert json.loads(RunResults.model_validate(results.model_dump() | {"root_causes": records})
                       .model_dump_json())["root_causes"][0]["check"] == first
 

@@ -296,10 +296,21 @@ def root_causes(results: RunResults) -> list[Failure]:
             shared[key] = root
         grouped.append(root)
     grouped.sort(key=lambda f: (f.state != FAIL, -len(f.members) - len(f.dependents)))
+    for root in grouped:  # every root cause says what to do: a verdict made without a fix gets the generic one
+        if not root.verdict.hint.strip():
+            root.verdict = root.verdict.model_copy(update={"hint": GENERIC_FIX[root.verdict.cause == Cause.BROKEN]})
     if (not grouped or results.problems) and (cause := run_cause(results)) is not None:
         grouped.append(cause)  # a module that did not collect is a cause of its own, whatever else failed
     return grouped
 
+
+GENERIC_FIX = {
+    True: "make the target hold what `expected` says (the observed value and the evidence show what it is now), "
+          "then run again",
+    False: "the suite could not make this check for the reason observed: fix what it names (a target down, an "
+           "answer the engine or a recording did not give) and run again; -v shows the error in full",
+}
+"""The fix of a root cause whose verdict carries none (broken: True; could not check: False)."""
 
 RUN_NODEID = "(the run)"
 """The test id of a root cause outside any test (`run_cause`)."""
