@@ -365,9 +365,11 @@ def run_cause(results: RunResults) -> Failure | None:
 
 
 def root_cause_records(roots: list[Failure]) -> list[RootCause]:
-    """The root causes as results.json keeps them: each with its fix and the tests it explains."""
+    """The root causes as results.json keeps them: each with its fix and the tests it explains; a cause shared by
+    several checks observed as the other pages say it (its shared cause, not its first check's own words)."""
     return [RootCause(check=r.verdict.check, target=r.verdict.target, cause=r.verdict.cause,
-                      test=r.test.nodeid, expected=r.verdict.expected, observed=r.verdict.observed,
+                      test=r.test.nodeid, expected=r.verdict.expected,
+                      observed=r.verdict.shared_cause if r.also else r.verdict.observed,
                       hint=r.verdict.hint, evidence=r.verdict.evidence, error=r.verdict.error,
                       explains=[f.test.nodeid for f in (*r.also, *r.dependents)]) for r in roots]
 
