@@ -125,3 +125,17 @@ def test_a_node_down_is_one_root_cause_with_its_containers_readiness_under_it(py
     assert [(r["check"], r["target"]) for r in results["root_causes"]] == [("hosts.ready", "node")]
     assert any(n.endswith("test_host_ready_within_wait[ct]") for n in results["root_causes"][0]["explains"])
     assert "<code>hosts.ready</code> on ct" not in page.split('class="broke red"')[1].split("<details>")[0]
+
+
+def test_a_check_a_host_not_ready_stops_is_named_by_its_id_not_its_test(pytester):
+    """kpro6 with no host reachable listed `test_no_zombie_gpu_workers` among the checks hosts.ready explains: the
+    zombie check raised NotReady before naming itself (ZOMBIE_CHECK is a constant, not a literal in its expect)."""
+    from fixtures.evidence import declared_check
+
+    pytester.chdir()
+    items, _ = pytester.inline_genitems("-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+                                        str(ROOT / "pyproject.toml"), str(ROOT / "tests" / "hosts" /
+                                                                          "test_processes.py"),
+                                        "-p", "no:xdist", f"--inventory={ROOT / 'inventories' / 'kpro6.toml'}")
+    zombie = [i for i in items if i.originalname == "test_no_zombie_gpu_workers"]
+    assert zombie and {declared_check(i) for i in zombie} == {"hosts.gpu.zombie_workers"}
