@@ -166,6 +166,34 @@ def test_a_launch_that_crashes_keeps_the_engines_own_words_on_every_page(tmp_pat
 
 
 @pytest.mark.subprocess
+def test_a_launch_refused_flag_is_a_root_cause_with_its_fix_and_its_dependents_under_the_same_cause(tmp_path):
+    """Issue 43.6 as the issue saw it (SGLang refusing `--attention-backend nosuch`, a stub printing argparse's
+    lines): the root cause had no fix, and its 21 dependents read "could not run because hosts.reachable failed",
+    a host check that never failed (the shared cause's first member). Now: the crash's fix on every page, the
+    dependents under "the same cause"."""
+    words = "argument --attention-backend: invalid choice: 'nosuch' (choose from 'flashinfer', 'fa3', 'triton')"
+    stub = (INVENTORIES / "launch-stub-crash.toml").read_text()
+    crash = "echo 'api_server.py: error: unrecognized arguments: --no-such-flag' >&2; exit 2"
+    assert crash in stub
+    inventory = tmp_path / "launch-bad-flag.toml"
+    inventory.write_text(stub.replace(f'"echo loading; {crash}"',
+                                      f'"""echo loading; echo "launch_server.py: error: {words}" >&2; exit 2"""'))
+    smoke = [sys.executable, "-m", "pytest", "-m", "smoke", f"--inventory={inventory}", "--launch",
+             f"--reports={tmp_path / 'reports'}", "-p", "no:xdist",
+             "-o", "addopts=-p no:cacheprovider -p no:pytest11.testinfra"]
+    done = subprocess.run(smoke, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 10, done.stdout[-3000:]
+    head, roots = _what_broke(tmp_path / "reports")
+    fix = "the engine exited while starting: its own error line above says why"
+    assert words in head and f"fix: {fix}" in head, head
+    assert "because `hosts.reachable` failed" not in head and "could not run because of the same cause:" in head
+    assert roots[0]["error"] == "Crashed" and roots[0]["hint"].startswith(fix) and words in roots[0]["observed"]
+    block = done.stdout.split("root cause(s), what each explains under it")[1]
+    assert "fix: " + fix in block and "could not run because of the same cause: serving." in block, block
+    assert "hosts.reachable failed" not in block and block.splitlines()[1].startswith("COULD NOT CHECK"), block
+
+
+@pytest.mark.subprocess
 def test_a_launch_refused_for_a_taken_port_names_the_holder_and_the_fix_on_every_page(tmp_path):
     with socket.socket() as squatter:
         squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

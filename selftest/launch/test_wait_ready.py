@@ -89,6 +89,31 @@ def test_an_engine_waiting_for_its_placement_group_is_named_in_the_not_ready_ver
     assert "engine error:" not in verdict
 
 
+class UnreadableWatch(Watch):
+    source = "journal:sglang.service"
+
+    def observe(self) -> Observation:
+        raise HostError("kpro6-ct129", "journalctl -u sglang",
+                        "ssh: connect to host 127.0.0.1 port 1: Connection refused")
+
+
+def test_a_refused_endpoint_says_nothing_listens_and_a_failed_log_read_is_not_the_engines_error():
+    """Issue 43.1 tried as an ops engineer would (kpro6 with no host reachable): the hint said "read the log tail
+    below" where none was read, and the failed read's own words were quoted as "engine error:"."""
+    clock = FakeClock()
+    refused = "GET /health: ConnectError: [Errno 111] Connection refused"
+    targets = [ReadyTarget("down", "endpoint", 5, lambda: refused, watch=UnreadableWatch()),
+               ReadyTarget("loading", "endpoint", 5, lambda: "GET /health: HTTP 503", watch=TailWatch())]
+    outcome = wait_all_ready(targets, say=lambda _: None, clock=clock, sleep=clock.sleep, interval_s=1)
+    down, loading = outcome["down"], outcome["loading"]
+    assert not down.log_readable and "engine error" not in down.verdict() and "last log lines" not in down.verdict()
+    assert "log (journal:sglang.service): (cannot read the log: " in down.verdict()
+    assert down.endpoint_hint().startswith("nothing listens on the endpoint's port: the engine is not running")
+    assert "log tail below" not in down.endpoint_hint()
+    assert loading.endpoint_hint().startswith("the engine is still loading") and "log tail below" in \
+        loading.endpoint_hint() and "engine error: ERROR CUDA out of memory" in loading.verdict()
+
+
 def test_endpoint_probe_needs_health_and_the_model_listed():
     state = {"health": 503, "models": []}
 

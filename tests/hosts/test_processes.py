@@ -57,6 +57,7 @@ def test_no_stray_gpu_processes(host, facts, expect, settings):
            evidence=evidence, depends_on=() if own else (ZOMBIE_CHECK,))
 
 
+@pytest.mark.check(ZOMBIE_CHECK)  # named where it could not be reached too (a host not ready), not by the test's name
 def test_no_zombie_gpu_workers(host, facts, expect, settings):
     rule = host.gpu_processes
     if rule.stack != "up":

@@ -14,6 +14,5 @@ def test_endpoint_ready_within_wait(endpoint, readiness, expect):
            expected=f"ready within {outcome.deadline_s:g} s (GET /health 200, /v1/models lists {endpoint.model!r})",
            observed=f"ready after {outcome.waited_s:g} s" if outcome.ready
            else f"not ready after {outcome.deadline_s:g} s: {outcome.last_reason}",
-           ok=outcome.ready, hint="the engine is still loading, crash-looping or hung: read the log tail below; "
-                                  "raise wait_ready_s if a cold start legitimately takes longer",
+           ok=outcome.ready, hint=outcome.endpoint_hint(),
            evidence=outcome.verdict(), depends_on=(f"hosts.ready@{endpoint.host}",) if endpoint.host else ())

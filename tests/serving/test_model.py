@@ -43,4 +43,5 @@ def test_served_model_is_the_declared_weights(endpoint, engine, expect):
 @pytest.mark.needs("max_model_len")
 def test_context_length_matches_inventory(endpoint, engine, expect):
     expect(endpoint.name, "serving.model.max_model_len", expected=endpoint.max_model_len,
-           observed=engine.model_card().get("max_model_len"), hint="--max-model-len (vLLM) / --context-length (SGLang)")
+           observed=engine.model_card().get("max_model_len"), hint="--max-model-len (vLLM) / --context-length (SGLang)",
+           depends_on=("serving.model.id",))  # another model on the port has its own context length

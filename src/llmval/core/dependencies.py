@@ -7,6 +7,9 @@ no root cause at all, so an edge that would close one is refused where it is dec
 (`fixtures/evidence.py` declares every collected check's dependencies; a cycle there is a usage error naming it),
 and when a verdict is made (`llmval.core.verdict`: the edge is left out of the verdict and kept in `refused`,
 which the reports show as a warning). Edges are between check ids; `check@target` names the check `check`.
+A check's dependency on itself on another target (an LXC container's `hosts.ready` on `hosts.ready@<its node>`) is
+kept in the verdict and is no edge here: it cannot close a cycle, as a host's `via` names an ssh host, which has no
+`via` of its own (the inventory refuses anything else).
 
     >>> graph = CheckGraph()
     >>> graph.declare("serving.health", ["serving.ready"])
@@ -78,13 +81,16 @@ class CheckGraph:
 
     def declare(self, check: str, depends_on: Iterable[str], *, strict: bool = False,
                 where: str = "") -> tuple[str, ...]:
-        """Add `check`'s dependencies (a dependency on itself means nothing and is dropped); return those kept,
-        as given. An edge that would close a cycle raises DependencyCycle when `strict`, else is left out (and
-        kept in `refused`)."""
+        """Add `check`'s dependencies (a dependency on itself means nothing and is dropped; on itself on a named
+        target it is kept, no edge); return those kept, as given. An edge that would close a cycle raises
+        DependencyCycle when `strict`, else is left out (and kept in `refused`)."""
         kept = []
         with self._lock:
             for dependency in dict.fromkeys(depends_on):
                 target = check_of(dependency)
+                if target == check and dependency.partition("@")[2]:
+                    kept.append(dependency)  # the same check on another target: a container on its node
+                    continue
                 if target == check or not target:
                     continue
                 if target in self._edges.get(check, ()):

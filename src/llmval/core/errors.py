@@ -74,6 +74,9 @@ class LlmvalError(Exception):
     reason: str = ""
     """The cause this error shares with others, without the check's own target (the recording has no answer
     for `POST /tokenize`); errors of one reason are one root cause in the reports. Empty: the message is it."""
+    hint: str = ""
+    """What to do about it, for a person reading the root cause (a class's own, or set on the instance); the reports
+    give a root cause without one a generic fix (`llmval.report.status.root_causes`)."""
 
 
 def printable(text: str, limit: int = 300) -> str:
@@ -143,6 +146,8 @@ class EndpointError(LlmvalError):
     """The HTTP status of an answer that was an error (500), 0 when no answer came: an engine that answers a plain
     request with a server error broke the contract, where one that does not answer could not be checked."""
 
+    hint = "the endpoint did not answer usefully (its words are quoted above): read the engine's log for why"
+
     def __init__(self, message: str, *, kind: str = "", detail: str = "", status: int = 0):
         super().__init__(message)
         self.kind, self.detail, self.status = kind, detail, status
@@ -151,9 +156,15 @@ class EndpointError(LlmvalError):
 class EndpointUnreachable(EndpointError):
     """No connection to the endpoint: refused, reset, the name not resolved, or it broke mid-answer."""
 
+    hint = ("nothing answers at the endpoint's address: is the engine running (its unit, container or process) and "
+            "is base_url right? `ss -ltnp` on its host shows what listens")
+
 
 class EndpointTimeout(EndpointError):
     """The endpoint did not answer within the timeout (connect, read, write, or waiting for a connection)."""
+
+    hint = ("the endpoint took the request but did not answer in time: the engine is hung or overloaded; read its "
+            "log, and raise request_timeout_s only if so long an answer is expected")
 
 
 class EndpointProtocolError(EndpointError):
@@ -169,6 +180,9 @@ class TokenizeFailed(EndpointError):
 
 class ReplayMiss(LlmvalError):
     """A replayed run asked for something the recording does not hold."""
+
+    hint = ("the recording holds no answer for this: replay it with the inventory and the -m/-k selection it was "
+            "recorded with, or record it again (--record) with this selection")
 
 
 class RecordingError(LlmvalError):

@@ -223,6 +223,8 @@ def is_generation(path: str) -> bool:
     return path.split(" ", 1)[0] in GENERATION_PATHS
 
 
+DEAD_HINT = ("the engine stopped answering during the run (crashed, killed, or its port closed): read its log for "
+             "how it died (journalctl -u / docker logs / its log file), restart it, and run again")
 HUNG_HINT = ("the API server answers but its engine does not generate: the engine process stopped (`ps -o stat` "
              "shows T) or stuck; read the engine log; or request_timeout_s is too short for this model")
 
@@ -315,14 +317,20 @@ class EngineAdapter:
         """`error` (translated at `llmval.io.http.httpx_errors`, saying method, URL and what happened) named for this
         endpoint; the endpoint is marked dead when a short /health probe fails too."""
         reason = str(error)
-        if self._confirm_dead(path):
+        if self.state.dead_reason is None and self._confirm_dead(path):
             self.state.dead_reason = reason
         elif isinstance(error, EndpointTimeout) and is_generation(path) and self.state.hung_reason is None:
             self.state.hung_reason = reason
         failed = type(error)(f"[{self.spec.name}] {reason}", kind=error.kind, detail=error.detail)
         if self.state.hung_reason == reason:
             failed.reason, failed.hint = self._hung_cause(), HUNG_HINT  # it and every request not sent: one cause
+        elif self.state.dead_reason == reason:
+            failed.reason, failed.hint = self._dead_cause(), DEAD_HINT  # the same: one fault, one root cause
         return failed
+
+    def _dead_cause(self) -> str:
+        return (f"[{self.spec.name}] the endpoint stopped answering during the run ({self.state.dead_reason}); later "
+                f"requests to it are not sent")
 
     def _hung_cause(self) -> str:
         return (f"[{self.spec.name}] the engine is hung: a generation request got no answer while GET /health still "
@@ -358,8 +366,10 @@ class EngineAdapter:
 
     def _check_alive(self, method: str, path: str) -> None:
         if self.state.dead_reason is not None:
-            raise EndpointError(f"[{self.spec.name}] {method} {path} not sent: the endpoint stopped answering "
-                                f"earlier in this run ({self.state.dead_reason})")
+            dead = EndpointError(f"[{self.spec.name}] {method} {path} not sent: the endpoint stopped answering "
+                                 f"earlier in this run ({self.state.dead_reason})")
+            dead.reason, dead.hint = self._dead_cause(), DEAD_HINT
+            raise dead
         if self.state.hung_reason is not None and is_generation(path):
             error = EndpointTimeout(f"[{self.spec.name}] {method} {path} not sent: the engine is hung (an earlier "
                                     f"generation request of this run got no answer while GET /health still answers: "

@@ -20,21 +20,37 @@ from ..core.errors import HostError, NotReady
 class Crashed(NotReady):
     """A watched process, unit or container died while the stack was starting."""
 
+    hint = ("the engine exited while starting: its own error line above says why (a flag it refuses, a model it "
+            "cannot load); fix that in the inventory's [[launch.start]] and run again; its whole log is in the logs "
+            "folder named")
+
 
 class CrashLoop(NotReady):
     """A watched unit or container kept restarting while the stack was starting."""
+
+    hint = ("the unit or container restarts on its own error: read its log lines above (journalctl -u / docker "
+            "logs), fix the cause, then run again")
 
 
 class Hung(NotReady):
     """The watched logs said nothing new for the configured no-progress window."""
 
+    hint = ("the engine stopped making progress while starting: its last log lines above show where (NCCL setup, a "
+            "download, a compile); fix that, or raise [launch.ready] no_progress_s if it legitimately goes quiet")
+
 
 class PortInUse(NotReady):
     """The endpoint's port was taken before launch; the suite will not attach to a foreign server."""
 
+    hint = ("stop the process that holds the port (its pid and the command are above), or pick a free port in the "
+            "inventory, or run without --launch to judge the server already there")
+
 
 class PortHeld(NotReady):
     """The endpoint is not this launch's: another run holds its lock, or another process answers on its port."""
+
+    hint = ("another --launch run or process owns this endpoint (named above): wait for that run to end, or stop "
+            "the process, then run again")
 
 
 class TeardownError(HostError):

@@ -63,16 +63,34 @@ class TargetReadiness:
     log_source: str = ""
     probes: int = 0
 
+    @property
+    def log_readable(self) -> bool:
+        return not self.log_tail.startswith(CANNOT_READ_LOG)
+
+    def endpoint_hint(self) -> str:
+        """What to do about an endpoint that did not come up: a refused connection is nothing listening (not a
+        slow load); the log tail is pointed to only where one was read."""
+        log = "read the engine log tail below" if self.log_readable and self.log_tail.strip() else \
+            "read the engine's log (journalctl -u / docker logs / its log file)"
+        if "Connection refused" in self.last_reason:
+            return (f"nothing listens on the endpoint's port: the engine is not running or crashed at start; {log}, "
+                    "then start it (its unit, container or command)")
+        return (f"the engine is still loading, crash-looping or hung: {log}; raise wait_ready_s if a cold start "
+                "legitimately takes longer")
+
     def verdict(self) -> str:
         """One paragraph: ready after N s, or not ready after N s with the reason, the engine's error and log tail."""
         if self.ready:
             return f"[{self.name}] ready after {self.waited_s:.1f} s ({self.probes} probe(s))"
         lines = [f"[{self.name}] not ready after {self.deadline_s:g} s ({self.probes} probe(s)): {self.last_reason}"]
-        if stall := placement_group_stall(self.log_tail):  # vLLM under Ray: no error line, yet it never comes up
-            lines.append(f"  it waits for GPUs Ray does not give (its placement group): {stall}")
-        if found := error_line(self.log_tail):
-            lines.append(f"  engine error: {found}")
-        if self.log_tail.strip():
+        if not self.log_readable:  # the words of a failed read are not the engine's error
+            lines.append(f"  log ({self.log_source}): {self.log_tail.strip()}")
+        else:
+            if stall := placement_group_stall(self.log_tail):  # vLLM under Ray: no error line, yet it never comes up
+                lines.append(f"  it waits for GPUs Ray does not give (its placement group): {stall}")
+            if found := error_line(self.log_tail):
+                lines.append(f"  engine error: {found}")
+        if self.log_readable and self.log_tail.strip():
             lines.append(f"  last log lines ({self.log_source}):")
             lines += [f"    | {line}" for line in self.log_tail.strip().splitlines()[-TAIL_SHOWN:]]
         return visible(redact("\n".join(lines)))
@@ -129,6 +147,9 @@ def wait_all_ready(targets: list[ReadyTarget], *, say: Callable[[str], None] = p
     return {t.name: done[t.name] for t in targets}
 
 
+CANNOT_READ_LOG = "(cannot read the log: "
+
+
 def _safe_probe(target: ReadyTarget) -> str | None:
     try:
         return target.probe()
@@ -141,7 +162,7 @@ def _tail(watch: Watch | None) -> tuple[str, str]:
         return "", ""
     seen = observe_safely(watch)
     if isinstance(seen, str):
-        return f"(cannot read the log: {seen})", watch.source
+        return f"{CANNOT_READ_LOG}{seen})", watch.source
     return seen.tail, watch.source
 
 

@@ -262,8 +262,12 @@ def root_causes(results: RunResults) -> list[Failure]:
         for dependency in failure.verdict.depends_on:
             check, _, target = dependency.partition("@")
             for other in by_check.get(check, []):
-                if other is not failure and other.verdict.check != failure.verdict.check and (
-                        other.verdict.target == target if target else
+                if other is failure:
+                    continue
+                if other.verdict.check == failure.verdict.check:  # only on the target it names (a container's
+                    if target and other.verdict.target == target != failure.verdict.target:  # node)
+                        return other
+                elif (other.verdict.target == target if target else
                         other.verdict.target == failure.verdict.target
                         or failure.verdict.target.startswith(other.verdict.target)):
                     return other
@@ -294,10 +298,21 @@ def root_causes(results: RunResults) -> list[Failure]:
             shared[key] = root
         grouped.append(root)
     grouped.sort(key=lambda f: (f.state != FAIL, -len(f.members) - len(f.dependents)))
+    for root in grouped:  # every root cause says what to do: a verdict made without a fix gets the generic one
+        if not root.verdict.hint.strip():
+            root.verdict = root.verdict.model_copy(update={"hint": GENERIC_FIX[root.verdict.cause == Cause.BROKEN]})
     if (not grouped or results.problems) and (cause := run_cause(results)) is not None:
         grouped.append(cause)  # a module that did not collect is a cause of its own, whatever else failed
     return grouped
 
+
+GENERIC_FIX = {
+    True: "make the target hold what `expected` says (the observed value and the evidence show what it is now), "
+          "then run again",
+    False: "the suite could not make this check for the reason observed: fix what it names (a target down, an "
+           "answer the engine or a recording did not give) and run again; -v shows the error in full",
+}
+"""The fix of a root cause whose verdict carries none (broken: True; could not check: False)."""
 
 RUN_NODEID = "(the run)"
 """The test id of a root cause outside any test (`run_cause`)."""
@@ -352,9 +367,11 @@ def run_cause(results: RunResults) -> Failure | None:
 
 
 def root_cause_records(roots: list[Failure]) -> list[RootCause]:
-    """The root causes as results.json keeps them: each with its fix and the tests it explains."""
+    """The root causes as results.json keeps them: each with its fix and the tests it explains; a cause shared by
+    several checks observed as the other pages say it (its shared cause, not its first check's own words)."""
     return [RootCause(check=r.verdict.check, target=r.verdict.target, cause=r.verdict.cause,
-                      test=r.test.nodeid, expected=r.verdict.expected, observed=r.verdict.observed,
+                      test=r.test.nodeid, expected=r.verdict.expected,
+                      observed=r.verdict.shared_cause if r.also else r.verdict.observed,
                       hint=r.verdict.hint, evidence=r.verdict.evidence, error=r.verdict.error,
                       explains=[f.test.nodeid for f in (*r.also, *r.dependents)]) for r in roots]
 
@@ -390,11 +407,14 @@ def dependents_label(root: Failure) -> str:
     """`3 checks explained by `serving.health` (2 could not run, 1 failed with it)`: the checks folded under a root."""
     n = len(root.dependents)
     unrun = sum(1 for d in root.dependents if d.verdict.cause == Cause.COULD_NOT_CHECK)
+    # a shared cause is not its first member's check failing (a --launch that crashed is not hosts.reachable)
+    cause = "the same cause" if root.also else f"{md_code(root.verdict.check)} failed"
     if unrun == n:
-        return f"{n} check{'s' if n > 1 else ''} could not run because {md_code(root.verdict.check)} failed"
+        return f"{n} check{'s' if n > 1 else ''} could not run because of {cause}" if root.also else \
+            f"{n} check{'s' if n > 1 else ''} could not run because {cause}"
     parts = [f"{unrun} could not run" if unrun else "", f"{n - unrun} failed with it" if n - unrun else ""]
-    return (f"{n} check{'s' if n > 1 else ''} explained by {md_code(root.verdict.check)} failing "
-            f"({', '.join(p for p in parts if p)})")
+    return (f"{n} check{'s' if n > 1 else ''} explained by "
+            f"{cause if root.also else md_code(root.verdict.check) + ' failing'} ({', '.join(p for p in parts if p)})")
 
 
 def one_line(text: str) -> str:
