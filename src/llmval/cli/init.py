@@ -250,7 +250,8 @@ def scaffold(folder: Path, platform: str) -> list[Path]:
 
     Every target is checked before anything is written; each file is then written whole under a temporary name
     and linked into place (`_write_inside`), through folder descriptors opened without following links, so no
-    write lands outside `folder` and none replaces a file made meanwhile (issue 45.5)."""
+    write lands outside `folder` and none replaces a file made meanwhile (an ops repo's `.github` linked
+    elsewhere, a file another `init` wrote in between)."""
     if platform not in PLATFORMS:
         raise InitRefused(f"unknown platform {platform!r}; valid: {sorted(PLATFORMS)}")
     _check_folder(folder)

@@ -5,7 +5,7 @@ The given inventory says where to look (hosts, transports, endpoints, units) and
 never rewrites a declared rule. It writes a reading where the seed marked a guess (`# placeholder`) or declared
 nothing; a declared value the deployment agrees with stays as declared (a minimum that holds keeps its number,
 `confirmed` with the reading); a declared value the deployment contradicts stays too, and the reading is written
-as a comment beside it (`observed "fp8": contradicts the contract`), never in its place (issue 42.8: writing it
+as a comment beside it (`observed "fp8": contradicts the contract`), never in its place (writing it
 turned `kv_cache_dtype = "bfloat16"` into the FP8 fault, and the faulty deployment's smoke GREEN). The diff lists
 every key it read (key, declared -> observed, where it was read) and the placeholders nothing read could answer.
 Only declared read-only commands are sent (`llmval.hostfacts`) and only the GET probes of the engine adapters

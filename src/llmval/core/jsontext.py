@@ -1,5 +1,5 @@
 """The one JSON reader: every JSON the suite reads (HTTP answers, host command output, recordings, reports of
-earlier runs, its own children's lines) is decoded here, within bounds (issue 45.1).
+earlier runs, its own children's lines) is decoded here, within bounds.
 
 A server or a host may print anything: 100,000 nested `[` (a `RecursionError` out of `json.loads`, or a value
 that parses at depth 990 and breaks whatever walks it later), an integer of 5,000 digits (`ValueError: Exceeds

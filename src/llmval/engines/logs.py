@@ -530,7 +530,7 @@ DEATH_LINES = (*TORCH_DEATH_LINES, *VLLM_DEATH_LINES, *SGLANG_DEATH_LINES)
 DEATH_RE = re.compile("|".join(DEATH_LINES))
 START_MARKER_RE = re.compile(r"non-default args: \{|server_args=ServerArgs\(|Initializing a V1 LLM engine")
 """Where an engine start begins. Never error evidence: SGLang's `server_args=ServerArgs(...)` holds
-`custom_sigquit_handler=None`, which an error read for `sigquit` took for a death (issue 44.3)."""
+`custom_sigquit_handler=None`, which an error read for `sigquit` took for a death."""
 LOG_TIME_RE = re.compile(r"^(?:\([\w.]+ pid=\d+\) )*(?:\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)"
                          r"|[A-Z]+ (?P<md>\d\d-\d\d) (?P<vtime>\d\d:\d\d:\d\d))")
 """A log record's time: SGLang's `[2026-12-02 00:29:37]`, vLLM's `(APIServer pid=9) ERROR 12-01 13:40:02`."""
@@ -539,7 +539,7 @@ NOT_AN_ERROR_RE = re.compile(r"^(?:\([\w.]+ pid=\d+\) )*(?:DEBUG|INFO|WARNING|WA
 automatically increase`, which the error read keeps for its `OSError:`): quoted only when it is a death line."""
 NEAR_S = 60.0
 """How long before a death an error may have been written to be quoted with it: a /tokenize traceback 80 s older
-than the death, or a startup WARNING 5 minutes older, says nothing of why it died (issue 43.5)."""
+than the death, or a startup WARNING 5 minutes older, says nothing of why it died."""
 
 
 def log_time(line: str) -> tuple[str, float | None]:
@@ -699,7 +699,7 @@ def lines_since(before: str, after: str) -> str:
 
 def without_placement_lines(text: str) -> str:
     """The error read's lines less its placement-group lines: a wait for GPUs is named as the cause
-    (`placement_group_stall`), never quoted as the engine's last error (the one read keeps both, issue 44.7).
+    (`placement_group_stall`), never quoted as the engine's last error (the one read keeps both).
 
     >>> without_placement_lines("INFO 12-06 10:00:00 [ray_utils.py:378] No current placement group found.\\nERROR x")
     'ERROR x'

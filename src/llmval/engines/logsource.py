@@ -33,7 +33,7 @@ MAX_PERIODIC_LINES = 50
 # child process`, Python's own `Traceback` and `...Error:` lines, the kernel's `Killed`.
 # Each engine's death lines (`logs.DEATH_LINES`: SGLang's `crashed with exit code` and `SIGQUIT received`, which its
 # logger writes with no level name; vLLM's `MPClient: engine core exited unexpectedly`, a WARNING) are kept too. Not
-# `sigquit`: it matched `custom_sigquit_handler` in SGLang's startup line (issue 44.3).
+# `sigquit`: it matched `custom_sigquit_handler` in SGLang's startup line (`custom_sigquit_handler=None`).
 ERROR_LINES = ("ERROR|CRITICAL|Traceback|Error:|Exception|exception|died|Killed|killed|SIGKILL|SIGSEGV|"
                "Segmentation fault|core dumped|out of memory|" + "|".join(DEATH_LINES))
 MAX_ERROR_LINES = 40

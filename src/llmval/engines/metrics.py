@@ -4,7 +4,7 @@
     >>> m.labels("vllm:cache_config_info")[0]["cache_dtype"]
     'auto'
 
-A scrape is read once and only for the families an adapter reads (issue 45.3): `families` keeps their lines (and
+A scrape is read once and only for the families an adapter reads: `families` keeps their lines (and
 their `# TYPE`/`# HELP` lines) in one regular-expression pass over the text, the rest never becomes a Sample; at
 most `MAX_SERIES` samples are kept. Before: a 60 MiB scrape of a million series took 48 s and 1.4 GB, parsed whole.
 

@@ -67,7 +67,7 @@ ERRORS_SELECT = "awk " + shlex.quote(
     + str(MAX_ERROR_LINES) + " : 0); i < ne; i++) print e[i % " + str(MAX_ERROR_LINES) + "] }")
 _ERRORS = _literal(ERRORS_SELECT)
 """The error filter: the last MAX_STALL_LINES lines in which vLLM under Ray waits for its placement group
-(`STALL_LINES`, issue 44.7), then the last MAX_ERROR_LINES lines in which the engine says it failed (`ERROR_LINES`):
+(`STALL_LINES`), then the last MAX_ERROR_LINES lines in which the engine says it failed (`ERROR_LINES`):
 one window, each kind with its own budget, so a traceback never pushes the wait out nor the wait the error."""
 
 

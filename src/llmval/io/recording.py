@@ -316,7 +316,8 @@ class _Folder:
 
 def _resolved(folder: Path) -> Path:
     """`folder` with its links followed; RecordingError naming it when a link on its way leads back to itself
-    (`rec -> rec`, `rec -> ../rec`: Python's RuntimeError or ELOOP, an INTERNALERROR before issue 45.4)."""
+    (`rec -> rec`, `rec -> ../rec`: Python's RuntimeError or ELOOP, which
+    would surface as pytest's INTERNALERROR)."""
     try:
         return folder.resolve()
     except RuntimeError as error:  # Python < 3.13: "Symlink loop from '...'"

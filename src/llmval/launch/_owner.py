@@ -1,6 +1,6 @@
 """A launch owns its endpoint for the run: one lock per endpoint, and the listener that answers must be its own.
 
-Two `--launch` runs on one port (issue 42.9): run B's engine never bound the port, run A's answered, and B said
+Two `--launch` runs on one port: run B's engine never bound the port, run A's answered, and B said
 "ready after 5.9 s" and judged A's engine. Two rules make that impossible:
 
 - `EndpointLock`: an exclusive `flock` on `<tmp>/llmval-launch-<host>-<port>.lock` (every local spelling of the

@@ -135,7 +135,7 @@ def window_deltas(before: EngineCounters | None, after: EngineCounters | None) -
 
 def with_log_acceptance(deltas: WindowDeltas, engine: type[EngineAdapter], before_log: str | None,
                         after_log: str | None, log_note: str = "") -> WindowDeltas:
-    """`deltas`, their speculative acceptance taken from the engine log where /metrics has none (issue 44.6, as
+    """`deltas`, their speculative acceptance taken from the engine log where /metrics has none (as
     the serving check does: `EngineAdapter.accept_length`): the lines logged between the reads before and after
     the window (`logs.lines_since`) through the adapter's `window_log_acceptance`. Unchanged when /metrics gave a
     length or an impossible one; when the log gives none either, the note says why for both."""

@@ -26,7 +26,7 @@ import httpx
 from ..core.errors import EndpointError, LlmvalError
 from ..io.bounded import HUNG
 from ..io.http import httpx_errors
-from ..io.sse import OpenAIStream, SseSplitter
+from ..io.sse import OpenAIStream, SseSplitter, not_event_stream
 from ..io.sse import StreamBroken as _StreamBroken
 from ..io.wire import WireClient as _Wire
 
@@ -215,9 +215,8 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
                     body = (await response.aread()).decode("utf-8", "replace")
                     record.error = f"HTTP {response.status_code}: {body[:300]}"
                     return record
-                kind = response.headers.get("content-type", "")
-                if not kind.lower().startswith("text/event-stream"):
-                    raise _StreamBroken(f"not an SSE stream: content-type is {kind!r}, not text/event-stream")
+                if why := not_event_stream(response.headers.get("content-type", "")):
+                    raise _StreamBroken(why)
                 # the suite's one SSE reader splits the stream into events whatever the byte chunking; each event
                 # is timed when it is complete (its blank line arrived), which is when vLLM's client times it too
                 splitter = SseSplitter()
@@ -233,8 +232,7 @@ async def stream_completion(client: httpx.AsyncClient, payload: dict, *, path: s
         record.error = str(broken)
     except EndpointError as error:  # translated at llmval.io.http's boundary
         record.success = False
-        record.error = (f"not an SSE stream: {error.detail}" if error.kind == "SSEError"
-                        else f"{error.kind}: {error.detail}")
+        record.error = f"{error.kind}: {error.detail}"
     except TimeoutError:
         record.success = False
         record.error = f"no complete answer within {total_s:g} s (the whole request's time): {HUNG}"

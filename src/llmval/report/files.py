@@ -14,8 +14,8 @@ The suite often runs as root, and the reports folder may be shared: a `status.md
 - `unlink_planted_link(path)` removes a symlink where pytest's junitxml (which opens its path itself) would
   write, so junit too replaces a link instead of writing through it.
 - `reports_lock(folder)` is held while a run writes its set (results.json and its history copy, status.md,
-  report.html, junit.xml): two runs on one folder write one set after the other, never interleaved (issue 45.6:
-  before, one run's results.json and status.md could sit beside the other's junit.xml); a reader that takes it
+  report.html, junit.xml): two runs on one folder write one set after the other, never interleaved (unlocked,
+  one run's results.json and status.md could sit beside the other's junit.xml); a reader that takes it
   `shared` sees one run's set whole.
 
     >>> import tempfile, pathlib
@@ -143,7 +143,7 @@ def unlink_planted_link(path: Path) -> None:
 
 def plots_written_since(folder: Path, started: dt.datetime) -> list[str]:
     """The names of the plots (`*.png`, regular files) in `folder` written since `started`: the run's own, not an
-    earlier run's NIAH or agentic heatmap left in the folder (issue 46.3)."""
+    earlier run's NIAH or agentic heatmap left in the folder."""
     folder, since_ns = Path(folder), int(started.timestamp() * 1e9)
     if not folder.is_dir():
         return []
