@@ -23,7 +23,7 @@ from llmval.cli.init import (
     PLATFORMS,
     install_requirement,
     install_source,
-    installed_requirement,
+    installed_source,
     render,
 )
 from llmval.inventory import inventory_json_schema, load_inventory
@@ -55,7 +55,7 @@ def test_init_writes_a_valid_inventory_and_its_runners(platform, tmp_path, capsy
     assert "--inventory=inventory.toml" in workflow and "-m \"$MARKEXPR\"" in workflow
     assert '--prometheus-textfile="$PROMETHEUS_TEXTFILE"' in workflow
     assert "llmval trend --history=reports/history --out=reports/trend" in workflow
-    install = shlex.quote(installed_requirement())  # as this llmval was installed (the package index lacks it)
+    install = shlex.quote(installed_source().requirement)  # as this llmval was installed (the package index lacks it)
     assert f"pip install -q {install}" in workflow and f"pip install {install}" in service
     assert (folder / "pytest.ini").read_text().splitlines()[-1] == "llmval_inventory = inventory.toml"
     for written in folder.rglob("*"):

@@ -201,11 +201,6 @@ def installed_source() -> InstallSource:
     return install_source(direct_url if isinstance(direct_url, dict) else None, __version__)
 
 
-def installed_requirement() -> str:
-    """`install_requirement` of the llmval that runs now."""
-    return installed_source().requirement
-
-
 def pytest_config_of(folder: Path) -> Path | None:
     """The file of `folder` pytest would read its settings from, if one is there (pytest's own order)."""
     for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
