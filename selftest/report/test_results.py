@@ -36,3 +36,15 @@ def test_unreadable_results_are_an_llmval_error(tmp_path):
         load_results(bad)
     with pytest.raises(LlmvalError, match="run the contract first"):
         load_results(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("text", ["{not json", '["a list"]', '{"deployment": "d", "tests": [], "schema_version": "x"}'])
+def test_a_file_that_is_no_results_document_names_the_file_and_the_fix(tmp_path, text):
+    """Malformed, of another shape, or of no known schema version: each says which file, what was expected and
+    what to do (name a run's results.json or run the contract), as every could-not-read of the suite does."""
+    bad = tmp_path / "results.json"
+    bad.write_text(text)
+    with pytest.raises(LlmvalError) as raised:
+        load_results(bad)
+    assert str(bad) in str(raised.value) and "expected the results.json a contract run writes" in str(raised.value)
+    assert "run the contract again" in str(raised.value)

@@ -146,7 +146,8 @@ def readable_version(document: dict) -> int:
     Every reader of results documents (the reports, `llmval trend`, the Prometheus textfile) comes through here."""
     version = document.get("schema_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise LlmvalError(f"schema_version {version!r} is not a results schema version (1 to {SCHEMA_VERSION})")
+        raise LlmvalError(f"schema_version {version!r} is not a results schema version (1 to {SCHEMA_VERSION}); "
+                          f"{NOT_RESULTS_FIX}")
     if version > SCHEMA_VERSION:
         raise LlmvalError(f"results schema_version {version} was written by a newer llmval; this one "
                           f"reads versions 1 to {SCHEMA_VERSION}: upgrade llmval to read it")
@@ -284,6 +285,11 @@ MAX_RESULTS_VALUES = 4_000_000
 300 MiB)."""
 
 
+NOT_RESULTS_FIX = ("expected the results.json a contract run writes (reports/results.json, reports/history/): "
+                   "name such a file, or run the contract again (pytest -m smoke) to write one")
+"""What to do about a file that is no readable results document: every reader of one says it the same way."""
+
+
 def load_results(path: Path) -> dict:
     """Read a results JSON written by write_results; a missing or malformed file is an LlmvalError."""
     try:
@@ -292,11 +298,11 @@ def load_results(path: Path) -> dict:
     except FileNotFoundError:
         raise LlmvalError(f"no results JSON at {path}: run the contract first (pytest -m smoke)") from None
     except ParseError as error:
-        raise LlmvalError(f"cannot read results JSON {path}: {error.reason}") from None
+        raise LlmvalError(f"cannot read results JSON {path}: {error.reason}; {NOT_RESULTS_FIX}") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise LlmvalError(f"cannot read results JSON {path}: {error}") from None
+        raise LlmvalError(f"cannot read results JSON {path}: {error}; {NOT_RESULTS_FIX}") from None
     if not isinstance(document, dict) or "tests" not in document or "deployment" not in document:
-        raise LlmvalError(f"{path} is not a results JSON (no 'deployment'/'tests' keys)")
+        raise LlmvalError(f"{path} is not a results JSON (no 'deployment'/'tests' keys); {NOT_RESULTS_FIX}")
     try:
         return upgrade_document(document)
     except LlmvalError as error:
