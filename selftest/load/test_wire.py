@@ -123,6 +123,7 @@ def test_broken_streams_fail_the_request_with_the_reason_never_raise():
     assert "not JSON" in reasons[1].error
     assert "boom" in reasons[2].error
     assert "text/event-stream" in reasons[3].error
+    assert "content-type is 'application/json'" in reasons[3].error  # what came, as the httpx path says it
     assert "closed" in reasons[4].error
 
 

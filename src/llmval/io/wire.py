@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 from ..core.contract import shorten
 from ..inventory.values import url_port
 from .bounded import MAX_BODY_BYTES, Inflater, TooLarge, hung_words, too_large_words
-from .sse import MAX_EVENT_BYTES, SseSplitter, StreamBroken
+from .sse import MAX_EVENT_BYTES, SseSplitter, StreamBroken, not_event_stream
 
 Clock = Callable[[], float]
 _MAX_HEAD = 64 * 1024
@@ -204,7 +204,7 @@ class _Conn(asyncio.Protocol):
         if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
             raise WireError(f"not an HTTP/1.x response: {status_line[:100]!r}")
         self._status = int(parts[1])
-        chunked, length, sse, encoding = False, None, False, ""
+        chunked, length, not_sse, encoding = False, None, not_event_stream(""), ""
         for line in lines:
             name, _, value = line.partition(":")
             name, value = name.strip().lower(), value.strip().lower()
@@ -215,15 +215,15 @@ class _Conn(asyncio.Protocol):
             elif name == "connection":
                 self._keep_alive = "close" not in value
             elif name == "content-type":
-                sse = value.startswith("text/event-stream")
+                not_sse = not_event_stream(value)  # the suite's one Content-Type rule (llmval.io.sse)
             elif name == "content-encoding" and value not in ("", "identity"):
                 encoding = value
         if parts[0] == "HTTP/1.0":
             self._keep_alive = False
         if encoding:  # never asked for (no Accept-Encoding): decoded anyway, under the same cap
             self._inflater = Inflater(encoding, self.max_bytes)
-        if self._status == 200 and not sse:
-            raise StreamBroken(f"not an SSE stream: content-type is not text/event-stream ({status_line})")
+        if self._status == 200 and not_sse:
+            raise StreamBroken(f"{not_sse} ({status_line})")
         if chunked:
             self._state = "chunk-size"
         elif length is not None:
