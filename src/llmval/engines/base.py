@@ -39,6 +39,7 @@ from ..io.http import httpx_errors, json_of
 from ..io.sse import data_events, not_event_stream
 from .identity import ModelEvidence
 from .logs import (
+    PLACEMENT_WAIT,
     TORCH_DEATH_LINES,
     death_evidence,
     last_error_statements,
@@ -630,7 +631,7 @@ class EngineAdapter:
         except LlmvalError as error:
             return f"the engine log's last error lines not read: {str(error).splitlines()[0]}"
         stall = placement_group_stall(self._log_window_text)
-        cause = (f"it waits for GPUs Ray does not give (its placement group): {stall!r}; " if stall else "")
+        cause = f"{PLACEMENT_WAIT}: {stall!r}; " if stall else ""
         if not found.last:
             return cause + (f"the engine log ({self.spec.logs}) holds no error line since its last start (a process "
                             "killed with SIGKILL writes none)")

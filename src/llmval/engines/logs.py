@@ -658,6 +658,8 @@ PLACEMENT_STALL_LINES = ("Cannot provide a placement group", "number of required
 host-side read (`logsource.STALL_LINES`, kept in the error read's window) and Python read alike. In the order of
 which line names the cause best: Ray's refusal first, the wait next, the spread warning, the request last."""
 PLACEMENT_STALL_RE = re.compile("|".join(PLACEMENT_STALL_LINES))
+PLACEMENT_WAIT = "it waits for GPUs Ray does not give (its placement group)"
+"""How every page names a `placement_group_stall` line as the cause (the endpoint's evidence, `--wait-ready`)."""
 
 
 def placement_group_stall(text: str) -> str:

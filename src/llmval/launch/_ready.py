@@ -22,7 +22,7 @@ import httpx
 
 from ..core.contract import redact, visible
 from ..core.errors import EndpointError, HostError
-from ..engines.logs import placement_group_stall
+from ..engines.logs import PLACEMENT_WAIT, placement_group_stall
 from ..io.answers import parse_json
 from ..io.command import Rendered
 from ..io.http import httpx_errors
@@ -87,7 +87,7 @@ class TargetReadiness:
             lines.append(f"  log ({self.log_source}): {self.log_tail.strip()}")
         else:
             if stall := placement_group_stall(self.log_tail):  # vLLM under Ray: no error line, yet it never comes up
-                lines.append(f"  it waits for GPUs Ray does not give (its placement group): {stall}")
+                lines.append(f"  {PLACEMENT_WAIT}: {stall}")
             if found := error_line(self.log_tail):
                 lines.append(f"  engine error: {found}")
         if self.log_readable and self.log_tail.strip():
