@@ -144,6 +144,17 @@ def test_init_never_overwrites(tmp_path, capsys):
     assert not (tmp_path / "systemd").exists()
 
 
+def test_init_into_a_file_or_a_looping_link_names_it_and_what_to_name_instead(tmp_path, capsys):
+    (tmp_path / "ops").write_text("a file\n")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert main(["init", str(tmp_path / "ops"), "--engine", "vllm"]) == int(pytest.ExitCode.USAGE_ERROR)
+    said = capsys.readouterr().err
+    assert f"{tmp_path / 'ops'} is not a folder" in said and "name the ops repository's folder" in said
+    assert main(["init", str(tmp_path / "loop"), "--engine", "vllm"]) == int(pytest.ExitCode.USAGE_ERROR)
+    said = capsys.readouterr().err
+    assert f"{tmp_path / 'loop'} is not a folder" in said and "name the ops repository's folder" in said
+
+
 @pytest.mark.parametrize(("direct_url", "expected"), [
     (None, "pytest-llmval==0.1.0"),
     ({"url": "https://github.com/o/llmval.git", "vcs_info": {"vcs": "git", "commit_id": "0a1b2c"}},

@@ -270,13 +270,16 @@ def _check_folder(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise InitRefused(f"{folder} is not a folder") from None
+        raise InitRefused(f"{folder} is not a folder (a file, or a link that loops or leads to no folder): "
+                          "name the ops repository's folder (llmval init DIR)") from None
     except OSError as error:
-        raise InitRefused(f"{folder} cannot be made a folder: {error.strerror or error}") from None
+        raise InitRefused(f"{folder} cannot be made a folder: {error.strerror or error}; name a folder this user "
+                          "can create or write, or make it first") from None
     try:
         folder.resolve(strict=True)
     except (OSError, RuntimeError) as error:  # a link that loops (RuntimeError before Python 3.13)
-        raise InitRefused(f"{folder} cannot be followed: {error}") from None
+        raise InitRefused(f"{folder} cannot be followed: {error}; name the folder itself, not a link that loops or "
+                          "leads nowhere") from None
 
 
 def _target_problems(folder: Path, path: Path) -> list[str]:
