@@ -13,7 +13,7 @@ from __future__ import annotations
 import httpx
 
 from llmval.engines import adapter_for
-from llmval.engines.logs import parse_sglang_log, parse_vllm_log
+from llmval.engines.logs import PLACEMENT_STALL_LINES, PLACEMENT_STALL_RANK, parse_sglang_log, parse_vllm_log
 from llmval.hostfacts import log_command
 from llmval.inventory import EndpointSpec, HostSpec
 from llmval.io.transport import connect
@@ -103,6 +103,13 @@ PLACEMENT = [
     "see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as "
     "VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node.",
 ]
+
+
+def test_the_placement_lines_read_are_the_lines_ranked():
+    """Two orders of one set: the host command's (its text keys the recordings) and the cause's rank; a line added to
+    one alone would be read and never chosen, or chosen and never read."""
+    assert sorted(PLACEMENT_STALL_LINES) == sorted(PLACEMENT_STALL_RANK)
+    assert len(set(PLACEMENT_STALL_LINES)) == len(PLACEMENT_STALL_LINES)
 
 
 def test_a_vllm_waiting_for_its_placement_group_is_named_as_the_cause():

@@ -651,20 +651,26 @@ def first_death_statement(text: str) -> str:
     return ""
 
 
-PLACEMENT_STALL_LINES = ("Cannot provide a placement group", "number of required GPUs exceeds",
-                         "don't have enough GPUs available", "Waiting for creating a placement group",
-                         "is bigger than a reserved number of", "No current placement group found")
+PLACEMENT_STALL_LINES = ("Cannot provide a placement group", "Waiting for creating a placement group",
+                         "number of required GPUs exceeds", "is bigger than a reserved number of",
+                         "don't have enough GPUs available", "No current placement group found")
 """vLLM under Ray asking Ray for its GPUs (vllm/v1/executor/ray_utils.py), each a plain extended regex that the
-host-side read (`logsource.STALL_LINES`, kept in the error read's window) and Python read alike. In the order of
-which line names the cause best: Ray's refusal first, the wait next, the spread warning, the request last."""
+host-side read (`logsource.STALL_LINES`, kept in the error read's window) and Python read alike. Their order is
+the host command's text, on which the recorded Ray replays are keyed: a new line goes last, and into
+PLACEMENT_STALL_RANK too (a self-test keeps the two sets equal)."""
 PLACEMENT_STALL_RE = re.compile("|".join(PLACEMENT_STALL_LINES))
+PLACEMENT_STALL_RANK = ("Cannot provide a placement group", "number of required GPUs exceeds",
+                        "don't have enough GPUs available", "Waiting for creating a placement group",
+                        "is bigger than a reserved number of", "No current placement group found")
+"""The same lines by which names the cause best: Ray's refusal first, the wait next, the spread warning, the
+request last."""
 PLACEMENT_WAIT = "it waits for GPUs Ray does not give (its placement group)"
 """How every page names a `placement_group_stall` line as the cause (the endpoint's evidence, `--wait-ready`)."""
 
 
 def placement_group_stall(text: str) -> str:
     """The placement-group line that best says why a vLLM under Ray did not come up (its record prefix kept), or ""
-    when the log holds none: the latest of the most telling kind (the first of `PLACEMENT_STALL_LINES`).
+    when the log holds none: the latest of the most telling kind (`PLACEMENT_STALL_RANK`).
 
     >>> placement_group_stall("(EngineCore_DP0 pid=7) INFO 12-06 10:00:00 [ray_utils.py:378] No current placement "
     ...                       "group found. Creating a new placement group.\\n(EngineCore_DP0 pid=7) INFO 12-06 "
@@ -673,7 +679,7 @@ def placement_group_stall(text: str) -> str:
     "Waiting for creating a placement group of specs for 10 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]."
     """
     lines = [line.line.strip() for line in unwrap_log(text).lines if PLACEMENT_STALL_RE.search(line.message)]
-    for kind in PLACEMENT_STALL_LINES:
+    for kind in PLACEMENT_STALL_RANK:
         if found := [line for line in lines if kind in line]:
             return found[-1][:400]
     return ""
