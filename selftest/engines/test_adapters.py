@@ -8,6 +8,7 @@ import pytest
 
 from llmval.core.errors import EndpointError
 from llmval.engines import EndpointState, NotExposed, adapter_for, detect_engine, parse_metrics
+from llmval.engines.base import SERVER_ERROR_CHECK
 from llmval.inventory import EndpointSpec
 from selftest.engines import fake_sglang
 
@@ -144,3 +145,45 @@ def test_public_surface_is_curated_and_sorted(module):
     assert package.__all__ == sorted(package.__all__,
                                      key=lambda n: (kind.get(n.isupper(), 1 if n[0].isupper() else 2), n))
     assert all(hasattr(package, name) for name in package.__all__)
+
+
+def test_a_death_after_a_generation_answered_5xx_depends_on_that_generation():
+    """REAL-h200-vllm-ray-legacy: vLLM answered the first chat completion HTTP 500 (`EngineCore encountered an
+    issue`), then its port closed. One fault: the requests the death stops depend on the check that judged the 500
+    (`serving.generation.tokens` on the endpoint), and their shared cause says the death came after it."""
+    def fail_then_die(request: httpx.Request) -> httpx.Response:
+        if "dead" in calls:
+            raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+        if request.url.path == "/v1/chat/completions":
+            return httpx.Response(500, json={"error": {"message": "EngineCore encountered an issue."}})
+        return httpx.Response(200)
+
+    calls: list[str] = []
+    adapter = _adapter("vllm", fail_then_die)
+    with pytest.raises(EndpointError, match="HTTP 500"):
+        adapter.generate("hi")
+    assert adapter.state.server_error == "POST /v1/chat/completions: HTTP 500"
+    calls.append("dead")  # from here on nothing answers /health
+    with pytest.raises(EndpointError) as died:
+        adapter.request("GET", "/metrics")
+    assert died.value.depends_on == (f"{SERVER_ERROR_CHECK}@{adapter.spec.name}",)
+    assert "after a generation request answered POST /v1/chat/completions: HTTP 500" in died.value.reason
+    with pytest.raises(EndpointError) as not_sent:  # every later request: the same dependency
+        adapter.request("GET", "/v1/models")
+    assert not_sent.value.depends_on == died.value.depends_on
+
+
+def test_a_death_without_a_5xx_before_it_depends_on_nothing_more():
+    def refused_after_probe(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/metrics":
+            raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+        if request.url.path == "/health" and calls:
+            raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+        calls.append(request.url.path)
+        return httpx.Response(200)
+
+    calls: list[str] = []
+    adapter = _adapter("vllm", refused_after_probe)
+    with pytest.raises(EndpointError) as died:
+        adapter.request("GET", "/metrics")
+    assert adapter.state.dead_reason and died.value.depends_on == () and "after a generation" not in died.value.reason

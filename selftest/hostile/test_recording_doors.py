@@ -72,7 +72,7 @@ def test_a_forbidden_variable_that_is_set_is_said_set_never_its_value():
             source = "process:vllm"
 
     class Param:
-        host, item = Host, ("FORBIDDEN_TOKEN_X", None)
+        host, item, check = Host, ("FORBIDDEN_TOKEN_X", None), "hosts.env.forbidden_token_x"
 
     namespace: dict = {}
     exec(compile(source, "tests/hosts/test_env.py", "exec"), namespace)  # the check itself, not a copy of it

@@ -139,3 +139,20 @@ def test_a_check_a_host_not_ready_stops_is_named_by_its_id_not_its_test(pytester
                                         "-p", "no:xdist", f"--inventory={ROOT / 'inventories' / 'kpro6.toml'}")
     zombie = [i for i in items if i.originalname == "test_no_zombie_gpu_workers"]
     assert zombie and {declared_check(i) for i in zombie} == {"hosts.gpu.zombie_workers"}
+
+
+def test_an_environment_check_a_host_not_ready_stops_is_named_by_its_id_and_host(pytester):
+    """kpro6 with no host reachable listed `test_serving_env_as_required` on `kpro6-ct129-NCCL_DEBUG` among the
+    checks hosts.ready explains: its check id is computed from the variable's name and its parameter (a host part)
+    has no name of its own. The part carries its check id (a check marker) and names its host as its target."""
+    from fixtures.evidence import declared_check, item_target
+
+    pytester.chdir()
+    items, _ = pytester.inline_genitems("-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+                                        str(ROOT / "pyproject.toml"), str(ROOT / "tests" / "hosts" / "test_env.py"),
+                                        "-p", "no:xdist", f"--inventory={ROOT / 'inventories' / 'kpro6.toml'}")
+    env = [i for i in items if i.originalname == "test_serving_env_as_required"]
+    named = {(declared_check(i), item_target(i)) for i in env}
+    assert ("hosts.env.nccl_debug", "kpro6-ct129") in named, sorted(named)
+    hosts = {i.callspec.params["env_var"].host.name for i in env}  # every target a host, never `<host>-<VARIABLE>`
+    assert all(check.startswith("hosts.env.") and target in hosts for check, target in named), sorted(named)

@@ -115,4 +115,14 @@ def test_the_older_ray_executor_dies_on_its_first_request_and_the_run_says_so(py
     # the engine answered the plain request with HTTP 500: a broken contract, not a check it could not make (43.3)
     assert tokens["cause"] == "broken" and "HTTP 500" in tokens["observed"], tokens
     assert verdicts["serving.parallel.nodes"]["observed"] == "1"  # RayWorkerWrapper lines, the echo not counted
+    # the 500 and the engine's death that followed are one fault: one root cause, the death's checks under it
+    roots = run["results"]["root_causes"]
+    assert [(r["check"], r["target"]) for r in roots] == [("serving.generation.tokens", "h200-vllm-ray")], roots
+    assert sorted(n.split("::")[-1] for n in roots[0]["explains"]) == [
+        "test_no_fp8_kv_cache_evidence[h200-vllm-ray]", "test_tool_choice_auto_is_accepted[h200-vllm-ray]"], roots
+    dead = verdicts["serving.tool_choice.auto"]
+    assert dead["depends_on"][-1] == "serving.generation.tokens@h200-vllm-ray", dead
+    assert "stopped answering during the run after a generation request answered POST /v1/chat/completions: " \
+        "HTTP 500" in dead["reason"], dead
+    assert "llmval: 1 root cause(s)" in run["stdout"], run["stdout"]
     assert "CUDA_VISIBLE_DEVICES set incorrectly" in (REPLAYS / "REAL-h200-vllm-ray-legacy" / "vllm.log").read_text()

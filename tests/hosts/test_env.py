@@ -9,8 +9,7 @@ ZOMBIE_CHECK = "hosts.gpu.zombie_workers"  # a serving process gone, its workers
 
 
 def test_serving_env_as_required(env_var, facts_of, expect, settings):
-    host, (name, wanted) = env_var.host, env_var.item
-    check = f"hosts.env.{name.lower()}"
+    host, (name, wanted), check = env_var.host, env_var.item, env_var.check
     env = facts_of(host.name).environment(host.env.source)
     if env is None:  # nothing to read the variable from: the server is down (its own check says so), or no match
         served = [f"serving.health@{e.name}" for e in settings.inventory.endpoints if e.host == host.name]

@@ -21,7 +21,17 @@ from pathlib import Path
 
 from ..engines import ADAPTERS, adapter_class
 from ..io.http import make_async_client
-from ..load import ENGINE_LOCK, AgenticProfile, AgenticRun, Slo, WireClient, engine_lock, plot_agentic, run_agentic
+from ..load import (
+    ENGINE_LOCK,
+    AgenticProfile,
+    AgenticRun,
+    Slo,
+    WireClient,
+    engine_lock,
+    plot_agentic,
+    run_agentic,
+    say_on_stderr,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,7 +116,7 @@ def main(argv: list[str]) -> int:
     rows, runs = [], []
     load_start = [round(x, 2) for x in os.getloadavg()]
     started = time.monotonic()
-    with engine_lock(args.lock, args.lock_timeout_s):
+    with engine_lock(args.lock, args.lock_timeout_s, say=say_on_stderr):
         for c in args.concurrency:
             cpu = _cpu_s()
             run = asyncio.run(_run(args, c))

@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..load import ENGINE_LOCK, engine_lock
+from ..load import ENGINE_LOCK, engine_lock, say_on_stderr
 from ._calibrated import CalibratedCase, measure_case, summary, table
 from ._source import MODEL, Schedule, source_process
 from ._vllm import VllmBench, engine_python_default
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     line: dict = {"load_start": _load()}
     bench = None if args.no_vllm else VllmBench(args.engine_python, args.out / f"vllm-bench-{stamp}.log")
     try:
-        with engine_lock(args.lock, args.lock_timeout_s):
+        with engine_lock(args.lock, args.lock_timeout_s, say=say_on_stderr):
             started = time.monotonic()
             if args.calibrated:
                 schedule = Schedule(ttft_s=args.ttft_ms / 1000, interval_s=args.interval_ms / 1000,

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..engines import VllmAdapter
 from ..io.http import make_async_client
-from ..load import ENGINE_LOCK, Workload, engine_lock, read_counters, run_load, window_deltas
+from ..load import ENGINE_LOCK, Workload, engine_lock, read_counters, run_load, say_on_stderr, window_deltas
 from ._vllm import VllmBench, VllmRun, median_tpot_ms
 
 
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                  "start one (make up) or use --calibrated")
     # vLLM is imported before taking the lock (no engine load)
     bench = VllmBench(args.engine_python, args.out / f"vllm-bench-{stamp}.log")
-    with engine_lock(args.lock, args.lock_timeout_s):
+    with engine_lock(args.lock, args.lock_timeout_s, say=say_on_stderr):
         for c in args.concurrency:
             n = args.c1_requests if c == 1 else args.requests_per_concurrency * c
             pairs = []

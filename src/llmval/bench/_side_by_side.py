@@ -69,6 +69,7 @@ from ..load import (
     engine_lock,
     read_counters,
     run_load_parallel,
+    say_on_stderr,
     vllm_offsets,
     window_deltas,
 )
@@ -601,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.rates == "auto":
             args.rates = ",".join(f"{value:g}" for value in sorted(v for k, v in schedules if k == "rate")) or "none"
     with contextlib.ExitStack() as stack:
-        stack.enter_context(engine_lock(args.lock, args.lock_timeout_s))
+        stack.enter_context(engine_lock(args.lock, args.lock_timeout_s, say=say_on_stderr))
         fleet = None
         if args.calibration_source:
             default = Schedule(ttft_s=args.source_ttft_ms / 1000, interval_s=args.source_interval_ms / 1000,

@@ -226,6 +226,10 @@ def is_generation(path: str) -> bool:
 
 DEAD_HINT = ("the engine stopped answering during the run (crashed, killed, or its port closed): read its log for "
              "how it died (journalctl -u / docker logs / its log file), restart it, and run again")
+SERVER_ERROR_CHECK = "serving.generation.tokens"
+"""The check that judges an engine answering a plain generation with HTTP 5xx as a broken contract
+(tests/serving/test_health.py). An endpoint found dead after such an answer died of the fault that answer showed
+(vLLM's `EngineCore encountered an issue`, then its exit): one fault, so the checks its death stops depend on it."""
 HUNG_HINT = ("the API server answers but its engine does not generate: the engine process stopped (`ps -o stat` "
              "shows T) or stuck; read the engine log; or request_timeout_s is too short for this model")
 
@@ -240,6 +244,9 @@ class EndpointState:
     hung_reason: str | None = None
     """The first generation request that timed out while /health still answered (vLLM's API server answers /health
     200 while its EngineCore is stopped): later generation requests are not sent (issue 31.3)."""
+    server_error: str | None = None
+    """The first generation request answered with HTTP 5xx (`POST /v1/chat/completions: HTTP 500`): a death found
+    after it is the same fault (`EngineAdapter.dead_depends_on`)."""
 
 
 class EngineAdapter:
@@ -327,11 +334,23 @@ class EngineAdapter:
             failed.reason, failed.hint = self._hung_cause(), HUNG_HINT  # it and every request not sent: one cause
         elif self.state.dead_reason == reason:
             failed.reason, failed.hint = self._dead_cause(), DEAD_HINT  # the same: one fault, one root cause
+            failed.depends_on = self.dead_depends_on()
         return failed
 
     def _dead_cause(self) -> str:
-        return (f"[{self.spec.name}] the endpoint stopped answering during the run ({self.state.dead_reason}); later "
-                f"requests to it are not sent")
+        after = (f" after a generation request answered {self.state.server_error}"
+                 if self.state.server_error is not None else "")
+        return (f"[{self.spec.name}] the endpoint stopped answering during the run{after} ({self.state.dead_reason}); "
+                f"later requests to it are not sent")
+
+    def dead_depends_on(self) -> tuple[str, ...]:
+        """What the checks a dead endpoint stops depend on: the generation that answered HTTP 5xx before the death
+        (`SERVER_ERROR_CHECK` on this endpoint), which showed the same fault first; nothing when none did."""
+        return (f"{SERVER_ERROR_CHECK}@{self.spec.name}",) if self.state.server_error is not None else ()
+
+    def _note_server_error(self, method: str, path: str, status: int) -> None:
+        if status >= 500 and is_generation(path) and self.state.server_error is None:
+            self.state.server_error = f"{method} {path.split(' ', 1)[0]}: HTTP {status}"
 
     def _hung_cause(self) -> str:
         return (f"[{self.spec.name}] the engine is hung: a generation request got no answer while GET /health still "
@@ -370,6 +389,7 @@ class EngineAdapter:
             dead = EndpointError(f"[{self.spec.name}] {method} {path} not sent: the endpoint stopped answering "
                                  f"earlier in this run ({self.state.dead_reason})")
             dead.reason, dead.hint = self._dead_cause(), DEAD_HINT
+            dead.depends_on = self.dead_depends_on()
             raise dead
         if self.state.hung_reason is not None and is_generation(path):
             error = EndpointTimeout(f"[{self.spec.name}] {method} {path} not sent: the engine is hung (an earlier "
@@ -392,9 +412,11 @@ class EngineAdapter:
         try:
             with httpx_errors(f"{method} {self.client.base_url}{path}",
                               timeout_s=timeout_s or self.spec.request_timeout_s):
-                return self.client.request(method, path, **kwargs)
+                response = self.client.request(method, path, **kwargs)
         except EndpointError as error:
             raise self._fail(path, error) from error
+        self._note_server_error(method, path, response.status_code)
+        return response
 
     def get_json(self, path: str, *, method: str = "GET", json_body: object | None = None) -> Any:
         """JSON of a 2xx answer, or EndpointError saying what came back (`llmval.io.http.json_of`)."""
@@ -422,6 +444,7 @@ class EngineAdapter:
                     self.client.stream("POST", "/v1/chat/completions", json=payload) as response:
                 if response.status_code >= 400:
                     response.read()
+                    self._note_server_error("POST", path, response.status_code)
                     return response.status_code, response.text
                 if why := not_event_stream(response.headers.get("content-type", "")):
                     raise EndpointProtocolError(why, kind="SSEError", detail=why)  # named just below

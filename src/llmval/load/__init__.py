@@ -42,7 +42,7 @@ from ._engine import (
     with_log_acceptance,
 )
 from ._hostload import ClientHostBusy, HostLoadProbe, HostWindow
-from ._lock import ENGINE_LOCK, engine_lock, lock_holders
+from ._lock import ENGINE_LOCK, engine_lock, lock_holders, say_on_stderr
 from ._parallel import auto_workers, run_load_parallel
 from ._prompts import Prompt, WordPrompts, build_prompt, build_prompts
 from ._rate import Goodput, RatePoint, Slo, goodput, plot_sweep
@@ -116,6 +116,7 @@ __all__ = [
     "run_batch",
     "run_load",
     "run_load_parallel",
+    "say_on_stderr",
     "scale_gates",
     "sender",
     "server_identity",

@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -77,6 +78,12 @@ def lock_holders(path: Path) -> str:
             argv = ""
         holders.append(f"pid {pid}" + (f" ({argv[:120]})" if argv else ""))
     return ", ".join(dict.fromkeys(holders)) or "a process this host does not name (in another pid namespace?)"
+
+
+def say_on_stderr(line: str) -> None:
+    """The `say` of a command-line tool (`llmval bench ...`) queued on the engine lock: its waiting on stderr, at
+    once (stdout carries its tables and may be piped)."""
+    print(f"llmval: {line}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
