@@ -335,7 +335,7 @@ def previous_results(reports_dir: Path, deployment: str, scope: RunScope | None 
             document = load_results(path)
         except LlmvalError as error:
             if passed_over is not None:  # the reason alone: its path and OSError's errno are said already
-                why = str(error).splitlines()[0].split(f"{path}: ", 1)[-1]
+                why = str(error).splitlines()[0].split(f"{path}: ", 1)[-1].removesuffix(f"; {NOT_RESULTS_FIX}")
                 why = re.sub(r"^\[Errno \d+\] |: '[^']*'$", "", why)
                 passed_over.append(f"history/{path.name}: {why[:200]}")
             continue
