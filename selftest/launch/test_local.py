@@ -276,6 +276,16 @@ def test_sigkilled_run_leaves_nothing_of_its_launch(tmp_path, engine, record_pro
     print(f"\n{engine}: nothing of the launch left {took} s after SIGKILL of pytest; watchdog log:\n{log}")
 
 
+def _started_processes(reports: Path) -> list:
+    """The processes the launch's summary.json lists as started (none yet, or no summary: [])."""
+    for summary in (reports / "launch").glob("*/summary.json"):
+        try:
+            return json.loads(summary.read_text()).get("processes", [])
+        except ValueError:  # read while the launch rewrote it
+            return []
+    return []
+
+
 @pytest.mark.subprocess
 def test_sigterm_during_launch_still_tears_down(tmp_path):
     inventory = INVENTORIES / "launch-stub-server.toml"
@@ -286,7 +296,7 @@ def test_sigterm_during_launch_still_tears_down(tmp_path):
                            text=True)
     try:
         deadline = time.monotonic() + 60
-        while not list((tmp_path / "reports" / "launch").glob("*/summary.json")):
+        while not _started_processes(tmp_path / "reports"):  # the watchdog's summary comes before the process
             assert time.monotonic() < deadline, "the launch never started"
             time.sleep(0.2)
         run.send_signal(signal.SIGTERM)
