@@ -15,6 +15,7 @@ from selftest.strategies import ROOT
 
 REAL = ROOT / "selftest" / "data" / "real" / "h200x2"
 HANG_MARKER = "llmval-standin-hang"
+HANG_PIDS = "hang.pids"
 
 NVIDIA_SMI = """#!/bin/sh
 # fake nvidia-smi of a stand-in host: prints the REAL H200 x2 captures
@@ -26,7 +27,10 @@ case "$*" in
 esac
 """
 HANGING_NVIDIA_SMI = f"""#!/bin/bash
-# fake nvidia-smi that hangs (a wedged driver): the contract must give up after the host's timeout_s
+# fake nvidia-smi that hangs (a wedged driver): the contract must give up after the host's timeout_s.
+# Its pid goes to a file beside this script, so a self-test judges only the hangs it started itself (another
+# test on another xdist worker may have its own hang alive at the same moment).
+echo $$ >> "$(dirname "$0")/{HANG_PIDS}"
 exec -a {HANG_MARKER} sleep 600
 """
 JOURNALCTL = """#!/bin/sh
@@ -112,3 +116,17 @@ def make_standins(root: Path, names: list[str], *, hang: frozenset[str] = frozen
                          'goal = "Stand-in hosts on this machine (fake nvidia-smi/docker, real ip/fuser/find)."\n\n'
                          + "\n\n".join(hosts) + "\n")
     return inventory
+
+
+def started_hangs(root: Path) -> list[int]:
+    """The pids of every hanging nvidia-smi the stand-ins under `root` started."""
+    return [int(pid) for path in root.glob(f"*/bin/{HANG_PIDS}") for pid in path.read_text().split()]
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie no one reaped yet has ended: in a container PID 1 may not reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 
 import pytest
@@ -16,16 +15,21 @@ from llmval.inventory import HostSpec
 from llmval.io.transport import connect, control_dir
 
 from ._contract import not_passed, run_hosts
-from .standin import HANG_MARKER, make_standins
+from .standin import make_standins, running, started_hangs
 
 pytest_plugins = ["pytester"]
 
 TIMEOUT_S = 3
 
 
-def _leftover_hangs() -> list[str]:
-    out = subprocess.run(["pgrep", "-af", HANG_MARKER], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line]
+def _leftover_hangs(root) -> list[int]:
+    """The hangs this test started that are still alive 3 s on (the kill is immediate; the grace is for a loaded CI)."""
+    started = started_hangs(root)
+    assert started, "the hung stand-in's nvidia-smi never ran"
+    deadline = time.monotonic() + 3
+    while (alive := [pid for pid in started if running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
 
 
 @pytest.mark.parametrize("parallel", [("-n", "2"), ("-p", "no:xdist")], ids=["xdist", "threads"])
@@ -44,7 +48,7 @@ def test_hung_nvidia_smi_fails_its_host_within_the_timeout_while_others_pass(pyt
     assert max(timings[n] for n in timings if "[hung]" in n) < TIMEOUT_S + 2
     healthy = [n for n, (o, _) in outcomes.items() if "[ok-" in n or "@ok-a+hung+ok-b" in n]
     assert healthy and all(outcomes[n][0] in {"passed", "skipped"} for n in healthy)
-    assert not _leftover_hangs(), "the hung nvidia-smi survived its timeout"
+    assert not _leftover_hangs(tmp_path), "the hung nvidia-smi survived its timeout"
     # every command the run sent is one of the read-only constants
     sent = [json.loads(line)["command"] for path in (tmp_path / "rec").glob("commands-*.jsonl")
             for line in path.read_text().splitlines()]
