@@ -13,7 +13,7 @@ WHEELS=${WHEELS:-"pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 packaging==26.4 p
   pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0
   jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 attrs==26.1.0
   pytest-testinfra==10.2.2 pytest-html==4.2.0 pytest-metadata==3.1.1 pytest-benchmark==5.3.1 py-cpuinfo2==10.1.1
-  httpx-sse==0.4.3 tomli-w==1.2.0 tomlkit==0.15.2"}
+  tomli-w==1.2.0 tomlkit==0.15.2"}
 rm -rf "$out/.flw" && mkdir -p "$out/.flw"
 # shellcheck disable=SC2086  # word splitting of the lists is meant
 python3 -m pip download -q --no-deps $plat -d "$out/.flw" $WHEELS

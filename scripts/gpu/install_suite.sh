@@ -1,7 +1,7 @@
 #!/bin/bash
 # scripts/gpu/install_suite.sh: install THIS checkout (the copy that travels with every device command) into
 # /tmp/llmval-site, with the suite's own wheels (LLMVAL_SUITE_WHEELS, or .sgw/ and .flw/ when those folders
-# travelled: the SGLang kit carries .sgw/, its engine site lacks pytest-testinfra, pytest-html, httpx-sse, tomli-w,
+# travelled: the SGLang kit carries .sgw/, its engine site lacks pytest-testinfra, pytest-html, tomli-w,
 # tomlkit; fleet_wheels.sh makes .flw/ for fleet_measure.sh on the bare image; kept in /tmp/suite-wheels for the
 # lease's later commands), then name any module the suite needs that is not importable.
 # Called by setup.sh (vLLM), sglang/setup.sh and fleet_measure.sh, every time.
@@ -43,7 +43,7 @@ def missing(name):
         return importlib.util.find_spec(name) is None
     except ImportError:
         return True
-mods = 'pytest xdist pytest_benchmark pytest_html testinfra pydantic httpx httpx_sse h11 jsonschema prometheus_client matplotlib numpy tomli_w tomlkit markdown_it llmval.pytest_plugin'.split()
+mods = 'pytest xdist pytest_benchmark pytest_html testinfra pydantic httpx h11 jsonschema prometheus_client matplotlib numpy tomli_w tomlkit markdown_it llmval.pytest_plugin'.split()
 print(' '.join(m for m in mods if missing(m)))" 2>&1)
 [ -n "$missing" ] && log "WARNING: not importable here: $missing"
 exit 0

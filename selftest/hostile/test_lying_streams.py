@@ -146,8 +146,8 @@ def test_the_one_sse_reader_splits_events_alike_however_the_bytes_arrive(shape, 
 
 def test_no_module_reads_an_event_stream_but_the_one_reader():
     """The class, not the cases: no module of llmval but `llmval.io.sse` holds the `[DONE]` or `data:` literals a
-    reader needs (the calibration source writes streams, it reads none), and none reads events with httpx-sse
-    (`llmval.io.http` only maps its error class)."""
+    reader needs (the calibration source writes streams, it reads none), and none imports an SSE library (httpx-sse
+    was one, and is no longer a dependency)."""
     import ast
 
     from selftest.strategies import ROOT
@@ -161,7 +161,8 @@ def test_no_module_reads_an_event_stream_but_the_one_reader():
         tree = ast.parse(path.read_text())
         offenders += [f"{name}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
                       if isinstance(node, ast.Constant) and node.value in reader_words]
-        offenders += [f"{name}:{node.lineno}: httpx-sse's {node.attr}" for node in ast.walk(tree)
-                      if isinstance(node, ast.Attribute) and node.attr in ("aiter_sse", "iter_sse", "connect_sse",
-                                                                            "aconnect_sse", "EventSource")]
+        offenders += [f"{name}:{node.lineno}: imports {module}" for node in ast.walk(tree)
+                      for module in ([a.name for a in node.names] if isinstance(node, ast.Import)
+                                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                      if module.split(".")[0] in ("httpx_sse", "sseclient", "aiohttp_sse_client")]
     assert offenders == []

@@ -1,5 +1,5 @@
 """One error boundary per foreign library (issue 22.2), as httpx maps httpcore's errors (`map_httpcore_exceptions`):
-httpx and httpx-sse errors become ours in `llmval.io.http` only, most specific first, chained `from exc`; the error
+httpx errors become ours in `llmval.io.http` only, most specific first, chained `from exc`; the error
 tree in `llmval.core.errors` lists every error class of the suite, and every one is exported."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import pkgutil
 import re
 
 import httpx
-import httpx_sse
 import pytest
 
 import llmval
@@ -26,7 +25,7 @@ def _httpx_error_classes() -> list[type[Exception]]:
                   key=lambda c: c.__name__)
 
 
-@pytest.mark.parametrize("foreign", [*_httpx_error_classes(), httpx_sse.SSEError], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("foreign", _httpx_error_classes(), ids=lambda c: c.__name__)
 def test_every_httpx_error_class_maps_to_ours_by_its_most_specific_entry(foreign):
     matches = [(theirs, ours) for theirs, ours in HTTPX_ERRORS if issubclass(foreign, theirs)]
     assert matches, f"{foreign.__name__} is not translated"
@@ -43,8 +42,6 @@ def test_every_httpx_error_class_maps_to_ours_by_its_most_specific_entry(foreign
     (httpx.RemoteProtocolError("peer closed connection without sending complete message body"),
      EndpointProtocolError),
     (httpx.ReadError("reset by peer"), EndpointUnreachable),
-    (httpx_sse.SSEError("Expected response header Content-Type to contain 'text/event-stream', got 'text/plain'"),
-     EndpointProtocolError),
 ])
 def test_a_foreign_error_is_translated_chained_and_named(raised, expected):
     with pytest.raises(expected) as caught, httpx_errors("[ep] GET http://x/health"):
@@ -73,7 +70,7 @@ def test_get_json_says_what_came_back_through_the_boundary():
 
 
 def test_no_module_but_the_boundary_catches_httpx_errors():
-    """`except httpx.HTTPError` (or any httpx/httpx-sse error) appears in `llmval.io.http` only; the h11 transport
+    """`except httpx.HTTPError` (or any httpx error) appears in `llmval.io.http` only; the h11 transport
     raises httpx's errors (it is below the boundary: a transport), and catches none but its own read's."""
     offenders = []
     for path in sorted([*(ROOT / "src" / "llmval").rglob("*.py"), *(ROOT / "fixtures").rglob("*.py")]):

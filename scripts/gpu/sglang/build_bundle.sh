@@ -53,7 +53,7 @@ mkdir -p "$out"; rm -rf "$out"/.sg[0-9]*
 i=1; for p in "$w"/sg.part*; do mkdir -p "$out/.sg$i"; mv "$p" "$out/.sg$i/"; i=$((i+1)); done
 # the suite's runtime dependencies that neither the image nor the SGLang site has (the image has pytest, xdist,
 # pytest-benchmark, httpx, h11, matplotlib, numpy, prometheus-client, markdown-it-py: image-packages.txt)
-SUITE_WHEELS=${SUITE_WHEELS:-"pytest-testinfra==10.2.2 pytest-html==4.2.0 pytest-metadata==3.1.1 httpx-sse==0.4.3 tomli-w==1.2.0 tomlkit==0.15.2"}
+SUITE_WHEELS=${SUITE_WHEELS:-"pytest-testinfra==10.2.2 pytest-html==4.2.0 pytest-metadata==3.1.1 tomli-w==1.2.0 tomlkit==0.15.2"}
 rm -rf "$out/.sgw" && mkdir -p "$out/.sgw"
 python3 -m pip download -q --no-deps $plat -d "$out/.sgw" $SUITE_WHEELS
 cat "$w/bundle/MANIFEST"

@@ -16,7 +16,7 @@ became ready. They surface as ERROR (or a usage error), never as a pass or a ski
      │    │    └── GpusLost          (llmval.hostfacts) nvidia-smi says the GPUs are gone ("No devices were found")
      │    └── TeardownError      (llmval.launch) a stop step failed or something of ours was left running
      ├── EndpointError       an HTTP endpoint did not answer usefully (status, body excerpt); `llmval.io.http` turns
-     │    │                  every httpx and httpx-sse error into one of these (`httpx_errors`, `HTTPX_ERRORS`)
+     │    │                  every httpx error into one of these (`httpx_errors`, `HTTPX_ERRORS`)
      │    ├── EndpointUnreachable    no connection: refused, reset, name not resolved, or it broke mid-answer
      │    ├── EndpointTimeout        no answer within the timeout (connect, read, write or pool)
      │    ├── EndpointProtocolError  the answer is not well-formed HTTP, or not the event stream asked for

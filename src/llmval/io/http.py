@@ -1,6 +1,6 @@
 """HTTP clients for serving endpoints, with recording and replay behind httpx's transport layer.
 
-Foreign errors (httpx's and httpx-sse's) are translated here and nowhere else, as httpx maps httpcore's
+Foreign errors (httpx's) are translated here and nowhere else, as httpx maps httpcore's
 (`map_httpcore_exceptions`): `with httpx_errors("[endpoint] GET url"):` around a request turns each into the
 `EndpointError` of `HTTPX_ERRORS` (most specific first, chained `from exc`, keeping its class name as `kind`
 and its words as `detail`), so a check that cannot reach its endpoint says which endpoint, which URL and why,
@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import httpx
-import httpx_sse
 
 from ..core.contract import excerpt, redact
 from ..core.errors import EndpointError, EndpointProtocolError, EndpointTimeout, EndpointUnreachable
@@ -45,7 +44,6 @@ HTTPX_ERRORS: tuple[tuple[type[Exception], type[EndpointError]], ...] = (
     (httpx.ProtocolError, EndpointProtocolError),  # LocalProtocolError, RemoteProtocolError
     (httpx.DecodingError, EndpointProtocolError),
     (httpx.TooManyRedirects, EndpointProtocolError),
-    (httpx_sse.SSEError, EndpointProtocolError),  # not text/event-stream
     (httpx.HTTPError, EndpointError),  # ProxyError, UnsupportedProtocol, HTTPStatusError, other TransportErrors
     (httpx.InvalidURL, EndpointError),
     (httpx.CookieConflict, EndpointError),
@@ -72,7 +70,7 @@ def translate(error: Exception, where: str = "", *, timeout_s: float | None = No
 
 @contextmanager
 def httpx_errors(where: str = "", *, timeout_s: float | None = None) -> Iterator[None]:
-    """The error boundary: an httpx or httpx-sse error raised inside becomes ours (`translate`), chained from it."""
+    """The error boundary: an httpx error raised inside becomes ours (`translate`), chained from it."""
     try:
         yield
     except FOREIGN_ERRORS as error:

@@ -7,7 +7,7 @@ that cap, and what an error answer said reaches the record redacted before it is
 
 At GPU event rates (~30k SSE chunks/s at C=256 on one H200 serving a small model) the httpx stack costs more
 CPU per event than the event itself is worth: httpx's response stream, the transport's byte iterator, h11's
-event machine and httpx-sse's line decoder each run per chunk, and each layer is an `await` (measured with
+event machine and an SSE line decoder each run per chunk, and each layer is an `await` (measured with
 `python -m llmval bench --ceiling`; numbers in README "Perf"). Here one `asyncio.Protocol` per connection
 receives the bytes, decodes the chunked transfer encoding, splits SSE events with the suite's one SSE reader
 (`llmval.io.sse.SseSplitter`), and hands every complete `data:` payload to a fold (`StreamFold`: the load's
