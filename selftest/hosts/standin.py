@@ -121,12 +121,3 @@ def make_standins(root: Path, names: list[str], *, hang: frozenset[str] = frozen
 def started_hangs(root: Path) -> list[int]:
     """The pids of every hanging nvidia-smi the stand-ins under `root` started."""
     return [int(pid) for path in root.glob(f"*/bin/{HANG_PIDS}") for pid in path.read_text().split()]
-
-
-def running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie no one reaped yet has ended: in a container PID 1 may not reap)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"

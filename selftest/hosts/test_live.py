@@ -13,9 +13,10 @@ from llmval.core.errors import CommandTimeout
 from llmval.hostfacts import is_read_only
 from llmval.inventory import HostSpec
 from llmval.io.transport import connect, control_dir
+from llmval.launch import live_process
 
 from ._contract import not_passed, run_hosts
-from .standin import make_standins, running, started_hangs
+from .standin import make_standins, started_hangs
 
 pytest_plugins = ["pytester"]
 
@@ -27,7 +28,7 @@ def _leftover_hangs(root) -> list[int]:
     started = started_hangs(root)
     assert started, "the hung stand-in's nvidia-smi never ran"
     deadline = time.monotonic() + 3
-    while (alive := [pid for pid in started if running(pid)]) and time.monotonic() < deadline:
+    while (alive := [pid for pid in started if live_process(pid)]) and time.monotonic() < deadline:
         time.sleep(0.1)
     return alive
 

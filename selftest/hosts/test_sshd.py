@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from llmval.launch import live_process
 from selftest.strategies import ROOT
 
 from . import netns
@@ -108,5 +109,5 @@ def test_contract_over_real_sshd_pct_hung_and_unreachable_hosts(pytester, tmp_pa
     assert check.returncode == 0 and "Master running" in check.stderr
     # the far side's `timeout` killed the hung nvidia-smi: none of the recorded pids is alive
     time.sleep(3)  # `timeout -k 2` sends KILL 2 s after TERM
-    alive = [p for p in nodes["pids"].read_text().split() if Path(f"/proc/{p}").exists()]
+    alive = [p for p in nodes["pids"].read_text().split() if live_process(int(p))]
     assert nodes["pids"].read_text().split() and alive == []

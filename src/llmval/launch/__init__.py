@@ -15,7 +15,7 @@ runs the inventory's stop steps (`_after_kill.py`).
 from ._errors import Crashed, CrashLoop, Hung, PortHeld, PortInUse, TeardownError
 from ._owner import LOCK_DIR_ENV, EndpointLock, lock_path
 from ._parse import error_line, parse_gpu_memory_used_mib, parse_ray_alive_nodes
-from ._proc import LAUNCH_ID_ENV, ProcessInfo, group_members, listeners, tagged_processes
+from ._proc import LAUNCH_ID_ENV, ProcessInfo, group_members, listeners, live_process, tagged_processes
 from ._process import BackgroundProcess
 from ._ready import ReadyTarget, TargetReadiness, endpoint_probe, host_probe, log_watch, wait_all_ready
 from ._signals import install_terminate_as_interrupt, signals_deferred
@@ -52,6 +52,7 @@ __all__ = [
     "http_ok",
     "install_terminate_as_interrupt",
     "listeners",
+    "live_process",
     "lock_path",
     "log_watch",
     "parse_gpu_memory_used_mib",

@@ -25,7 +25,9 @@ class ProcessInfo:
         return f"pid {self.pid} (pgid {self.pgid}): {self.cmdline[:160]}"
 
 
-def _read_proc(pid: int) -> ProcessInfo | None:
+def live_process(pid: int) -> ProcessInfo | None:
+    """Process `pid` as /proc shows it, or None when it has ended (gone, or a zombie no one reaped yet: in a
+    container PID 1 may not reap)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace").strip()
@@ -44,7 +46,7 @@ def _pids() -> list[int]:
 
 def group_members(pgid: int) -> list[ProcessInfo]:
     """Live processes of process group `pgid` (zombies waiting to be reaped do not count)."""
-    return [info for pid in _pids() if (info := _read_proc(pid)) is not None and info.pgid == pgid]
+    return [info for pid in _pids() if (info := live_process(pid)) is not None and info.pgid == pgid]
 
 
 def tagged_processes(launch_id: str) -> list[ProcessInfo]:
@@ -56,7 +58,7 @@ def tagged_processes(launch_id: str) -> list[ProcessInfo]:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        if needle in environ.split(b"\0") and (info := _read_proc(pid)) is not None:
+        if needle in environ.split(b"\0") and (info := live_process(pid)) is not None:
             found.append(info)
     return found
 
@@ -98,7 +100,7 @@ def listeners(port: int) -> list[ProcessInfo]:
         for fd in fds:
             try:
                 if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
-                    if (info := _read_proc(pid)) is not None:
+                    if (info := live_process(pid)) is not None:
                         found.append(info)
                     break
             except OSError:
