@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import tomllib
 
+from markdown_it import MarkdownIt
+
 from selftest.strategies import ROOT
 
 # Rows for what pip does not install from pyproject: the engine venv's packages (scripts, not the suite).
@@ -18,17 +20,17 @@ def _name(requirement: str) -> str:
 
 
 def _table_rows() -> dict[str, bool]:
-    """{package: is a dev row} of the README's "Dependencies and what each is for" table."""
+    """{package: is a dev row} of the README's "Dependencies and what each is for" table (read with markdown-it, the
+    reports' own Markdown library, as GitHub renders it)."""
     text = (ROOT / "README.md").read_text()
-    table = text.split("## Dependencies and what each is for", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## Dependencies and what each is for", 1)[1].split("\n## ", 1)[0]
+    tokens = MarkdownIt("commonmark").enable("table").parse(section)
+    body = tokens[next(i for i, t in enumerate(tokens) if t.type == "tbody_open"):]
+    first_cells = [body[i + 2].content for i, t in enumerate(body) if t.type == "tr_open"]  # tr, td, inline
     rows: dict[str, bool] = {}
-    for line in table.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not line.startswith("|") or cells[0] in ("dependency", "---") or set(cells[0]) <= {"-"}:
-            continue
-        dev = "(dev)" in cells[0]
-        for package in re.sub(r"\(.*?\)", "", cells[0]).split(","):
-            rows[package.strip().lower()] = dev
+    for cell in first_cells:
+        for package in re.sub(r"\(.*?\)", "", cell).split(","):
+            rows[package.strip().lower()] = "(dev)" in cell
     return rows
 
 
